@@ -1,0 +1,62 @@
+# One command for everything: `make test` on a fresh machine builds what it
+# needs (a venv, the control-plane binaries, the collection) and runs the unit,
+# integration and sanity tests and ansible-lint. `make demo` runs the main job
+# on the local control plane.
+SHELL := /bin/bash
+# ansible-core 2.20 needs Python 3.12 or newer; pyenv's is preferred to PATH's.
+PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12 python3.13 2>/dev/null))
+VENV := .venv
+BIN := $(abspath $(VENV)/bin)
+CACHE := $(abspath .cache)
+DEMO_DIR := $(CACHE)/demo-cluster
+export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
+export PATH := $(BIN):$(PATH)
+
+.PHONY: test venv cluster-bin collection checkout-link unit integration sanity lint demo down clean
+
+test: unit integration sanity lint
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt tests/requirements.txt
+	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is needed (ansible-core 2.20)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --requirement tests/requirements.txt
+	touch $@
+
+cluster-bin:
+	python3 tests/cluster/cluster.py build
+
+# The collection installed the normal way, from its built tarball.
+collection: venv
+	rm -rf $(CACHE)/dist
+	$(BIN)/ansible-galaxy collection build --output-path $(CACHE)/dist .
+	$(BIN)/ansible-galaxy collection install --force --collections-path $(CACHE)/collections $(CACHE)/dist/kubeops-rotation-*.tar.gz
+
+# The checkout itself on a collections path, for working on it without rebuilding.
+checkout-link:
+	mkdir -p $(CACHE)/checkout/ansible_collections/kubeops
+	ln -sfn $(CURDIR) $(CACHE)/checkout/ansible_collections/kubeops/rotation
+
+unit: venv
+	$(BIN)/python -m pytest tests/unit
+
+integration: venv cluster-bin collection checkout-link
+	$(BIN)/python -m pytest tests/integration
+
+sanity: venv
+	tests/sanity/run.sh
+
+lint: venv collection
+	$(BIN)/ansible-lint --profile production
+
+demo: venv cluster-bin collection
+	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
+	python3 tests/cluster/cluster.py up --dir $(DEMO_DIR) --provisioner tests/cluster/pools.yaml --python $(BIN)/python
+	$(BIN)/ansible-playbook playbooks/demo.yml -e kubeops_demo_kubeconfig=$(DEMO_DIR)/kubeconfig
+	@echo "The demo cluster keeps running: export KUBECONFIG=$(DEMO_DIR)/kubeconfig; 'make down' stops it."
+
+down:
+	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
+
+clean: down
+	rm -rf $(VENV) $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity
