@@ -30,8 +30,9 @@ attributes:
     description: The module never changes anything, in check mode or not.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to show.
 author:
-  - kubeops.rotation contributors
+  - kubeops.rotation developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A real local Kubernetes control plane for the tests and the demo.
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
@@ -6,10 +5,12 @@ their Go modules at pinned versions, and kwok playing the kubelets, all on
 127.0.0.1 with certificates generated per cluster. Standard library only, so
 it runs before any virtualenv exists.
 
-    cluster.py build                 build the binaries into .cache/bin (instant when built)
-    cluster.py up [--dir D] [--provisioner POOLS.yaml]
-                                     start a cluster, print its kubeconfig path
-    cluster.py down [--dir D]        stop it and remove its folder
+    python3 tests/cluster/cluster.py build      build the binaries into .cache/bin
+                                                (instant once built)
+    python3 tests/cluster/cluster.py up [--dir D] [--provisioner POOLS.yaml]
+                                                start a cluster, print its kubeconfig
+    python3 tests/cluster/cluster.py down [--dir D]
+                                                stop it, remove its folder
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get("KUBEOPS_CACHE", os.path.join(REPO, ".cache"))
 GOBUILD = os.path.join(HERE, "gobuild")
@@ -137,7 +139,10 @@ def openssl(*args):
 def make_certificates(pki):
     """A CA, the API server's serving certificate, an admin client certificate, the service-account key."""
     os.makedirs(pki)
-    path = lambda name: os.path.join(pki, name)  # noqa: E731
+
+    def path(name):
+        return os.path.join(pki, name)
+
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     openssl("req", "-x509", *ec, "-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "3650",
             "-subj", "/CN=kubeops-test-ca")
@@ -317,6 +322,18 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
     return state
 
 
+def add_nodes(state, count, zones=("zone-a", "zone-b", "zone-c")):
+    """Create ``count`` kwok nodes spread over ``zones`` with the cluster's own kubectl."""
+    from fakenodes import fake_node
+
+    nodes = [fake_node("node-%d" % index, {"topology.kubernetes.io/zone": zones[index % len(zones)]})
+             for index in range(1, count + 1)]
+    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes})
+    subprocess.run([binary("kubectl"), "--kubeconfig", state["kubeconfig"], "apply", "-f", "-"],
+                   input=manifest.encode(), check=True, capture_output=True)
+    log("created %d kwok nodes" % count)
+
+
 def down(state_dir=DEFAULT_DIR):
     """Stop every process of the cluster and remove its folder; quiet when nothing runs."""
     state = load_state(state_dir)
@@ -355,13 +372,17 @@ def main(argv=None):
     parser.add_argument("--dir", default=DEFAULT_DIR, help="folder of the cluster's state (default %(default)s)")
     parser.add_argument("--provisioner", metavar="POOLS_YAML",
                         help="also run the test provisioner with these node pools")
+    parser.add_argument("--nodes", type=int, default=0, help="kwok nodes to create after up")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter with the kubernetes library, for the provisioner")
     args = parser.parse_args(argv)
     if args.command == "build":
         build()
     elif args.command == "up":
-        print(up(args.dir, provisioner_pools=args.provisioner, python=args.python)["kubeconfig"])
+        state = up(args.dir, provisioner_pools=args.provisioner, python=args.python)
+        if args.nodes:
+            add_nodes(state, args.nodes)
+        print(state["kubeconfig"])
     else:
         down(args.dir)
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A test fixture that plays the cloud for warm-node tests: a tiny autoscaler.
 
 Every second it looks at the pods the scheduler could not place. A pod whose
@@ -152,8 +151,7 @@ def tick(core, to_dict, pools, pool_label, upcoming_seconds):
     now = datetime.datetime.now(datetime.timezone.utc)
     plan = nodes_to_create(pending, pools, pool_label, pool_nodes, now, upcoming_seconds)
     for pool in pools:
-        for _ in range(plan.get(pool["name"], 0)):
-            name = "%s-%s" % (pool["name"], uuid.uuid4().hex[:6])
+        for name in ["%s-%s" % (pool["name"], uuid.uuid4().hex[:6]) for _count in range(plan.get(pool["name"], 0))]:
             labels = dict(pool["labels"], **{pool_label: pool["name"], PROVISIONED_BY_LABEL: PROVISIONER_NAME})
             core.create_node(fake_node(name, labels, pool.get("capacity"), finalizers=[FINALIZER]))
             print("created %s for pool %s" % (name, pool["name"]), flush=True)

@@ -14,12 +14,12 @@ POOLS = [
 UNSCHEDULABLE = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
 
 
-def pod(node_selector=None, affinity_terms=None, status=UNSCHEDULABLE):
+def pod(node_selector=None, affinity_terms=None, status=None):
     spec = {"nodeSelector": node_selector or {}}
     if affinity_terms:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": affinity_terms}}}
-    return {"spec": spec, "status": status}
+    return {"spec": spec, "status": UNSCHEDULABLE if status is None else status}
 
 
 def plan(pods, pool_nodes=None):

@@ -1,0 +1,177 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cluster_info
+short_description: Check the connection to a cluster and report who we are and its nodes
+version_added: 0.1.0
+description:
+  - Connects with the shared connection options and reports the API server's
+    version, the identity the API server sees (after impersonation), and the
+    nodes with their readiness and schedulability.
+  - A pre-flight for playbooks, and the quickest way to check that the
+    connection options and O(impersonate_user) do what you mean.
+  - Never changes anything.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  node_selector:
+    description:
+      - Label selector of the nodes to report, for example
+        V(node.kubernetes.io/instance-type=m5.large). All nodes when unset.
+    type: str
+attributes:
+  check_mode:
+    support: full
+    description: The module never changes anything, in check mode or not.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to show.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Check the connection and list the nodes of a pool
+  kubeops.rotation.cluster_info:
+    kubeconfig: ~/.kube/config
+    context: prod-eu-west-1
+    node_selector: karpenter.sh/nodepool=general
+  register: cluster
+
+- name: Fail early when fewer than three nodes are schedulable
+  ansible.builtin.assert:
+    that: cluster.summary.schedulable >= 3
+    fail_msg: "Only {{ cluster.summary.schedulable }} schedulable nodes."
+
+- name: Check what an impersonated identity is
+  kubeops.rotation.cluster_info:
+    impersonate_user: system:serviceaccount:ops:rotator
+    impersonate_groups: [system:serviceaccounts]
+  register: who
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "{{ who.user.username }} in {{ who.user.groups }}"
+"""
+
+RETURN = r"""
+server_version:
+  description: The API server's version.
+  returned: always
+  type: str
+  sample: v1.35.4
+user:
+  description: The identity the API server sees, from a SelfSubjectReview.
+  returned: always
+  type: dict
+  contains:
+    username:
+      description: User name.
+      type: str
+      sample: kubernetes-admin
+    groups:
+      description: Groups of the user.
+      type: list
+      elements: str
+      sample: [system:masters, system:authenticated]
+nodes:
+  description: The selected nodes, sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    ready:
+      description: Whether the Ready condition is True.
+      type: bool
+    unschedulable:
+      description: Whether the node is cordoned (C(spec.unschedulable)).
+      type: bool
+    schedulable:
+      description: Ready, not cordoned, and without a NoSchedule or NoExecute taint.
+      type: bool
+    taints:
+      description: The node's taints.
+      type: list
+      elements: dict
+    zone:
+      description: The C(topology.kubernetes.io/zone) label, or null.
+      type: str
+    kubelet_version:
+      description: The kubelet version the node reports.
+      type: str
+    created:
+      description: Creation time, RFC 3339.
+      type: str
+    labels:
+      description: The node's labels.
+      type: dict
+summary:
+  description: Counts of the selected nodes.
+  returned: always
+  type: dict
+  sample: {nodes: 5, ready: 5, schedulable: 4}
+api_requests:
+  description: Number of HTTP requests made to the API server, retries included.
+  returned: always
+  type: int
+  sample: 3
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
+    CONNECTION_ARGUMENT_SPEC,
+    CONNECTION_REQUIRED_BY,
+    CONNECTION_REQUIRED_TOGETHER,
+    KUBERNETES_IMPORT_ERROR,
+    ApiException,
+    KubernetesClientError,
+    api_error_message,
+    new_client,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import nodes_report
+
+
+def main():
+    argument_spec = dict(CONNECTION_ARGUMENT_SPEC, node_selector=dict(type="str"))
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        required_together=CONNECTION_REQUIRED_TOGETHER,
+        required_by=CONNECTION_REQUIRED_BY,
+        supports_check_mode=True,
+    )
+    if KUBERNETES_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+
+    try:
+        client = new_client(module.params)
+        version = client.version.get_code().git_version
+        review = client.authentication.create_self_subject_review({"apiVersion": "authentication.k8s.io/v1",
+                                                                   "kind": "SelfSubjectReview"})
+        user_info = review.status.user_info
+        nodes = client.list_all(client.core.list_node, label_selector=module.params["node_selector"])
+    except KubernetesClientError as exc:
+        module.fail_json(msg=str(exc))
+    except ApiException as exc:
+        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc))
+
+    summaries, counts = nodes_report(nodes)
+    module.exit_json(
+        changed=False,
+        server_version=version,
+        user={"username": user_info.username, "groups": user_info.groups or []},
+        nodes=summaries,
+        summary=counts,
+        api_requests=client.request_count,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,391 @@
+"""A real local Kubernetes control plane for the tests and the demo.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
+their Go modules at pinned versions, and kwok playing the kubelets, all on
+127.0.0.1 with certificates generated per cluster. Standard library only, so
+it runs before any virtualenv exists.
+
+    python3 tests/cluster/cluster.py build      build the binaries into .cache/bin
+                                                (instant once built)
+    python3 tests/cluster/cluster.py up [--dir D] [--provisioner POOLS.yaml]
+                                                start a cluster, print its kubeconfig
+    python3 tests/cluster/cluster.py down [--dir D]
+                                                stop it, remove its folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
+CACHE = os.environ.get("KUBEOPS_CACHE", os.path.join(REPO, ".cache"))
+GOBUILD = os.path.join(HERE, "gobuild")
+DEFAULT_DIR = os.path.join(tempfile.gettempdir(), "kubeops-cluster")
+KWOK_VERSION = "v0.8.0"
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.128.0.0/12"
+# kwok manages only nodes carrying this annotation, so a test cluster of
+# someone else's with real nodes is safe to point the tests at.
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
+KWOK_STAGES = [
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-complete.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+]
+
+
+def log(message):
+    print("[cluster] %s" % message, file=sys.stderr, flush=True)
+
+
+def pinned_version(gomod_dir, module):
+    """The version of ``module`` that a gobuild go.mod requires: the one place versions are pinned."""
+    with open(os.path.join(GOBUILD, gomod_dir, "go.mod")) as handle:
+        match = re.search(r"^\s*(?:require\s+)?%s\s+(v\S+)" % re.escape(module), handle.read(), re.M)
+    return match.group(1)
+
+
+def versions():
+    return {
+        "kubernetes": pinned_version("kubernetes", "k8s.io/kubernetes"),
+        "etcd": pinned_version("etcd", "go.etcd.io/etcd/server/v3"),
+        "kwok": KWOK_VERSION,
+    }
+
+
+def bin_dir():
+    v = versions()
+    return os.path.join(CACHE, "bin", "k8s-%s_etcd-%s_kwok-%s" % (v["kubernetes"], v["etcd"], v["kwok"]))
+
+
+def binary(name):
+    return os.path.join(bin_dir(), name)
+
+
+def run(cmd, cwd=None, env=None):
+    log("$ " + " ".join(cmd))
+    subprocess.run(cmd, cwd=cwd, env=env, check=True)
+
+
+def build():
+    """Build every binary that is missing; a second call returns at once."""
+    v = versions()
+    target = bin_dir()
+    os.makedirs(target, exist_ok=True)
+    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false -trimpath")
+    started = time.monotonic()
+    k8s = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"]
+    if not all(os.path.exists(os.path.join(target, name)) for name in k8s):
+        major, minor = v["kubernetes"].lstrip("v").split(".")[:2]
+        ldflags = " ".join(
+            "-X %s.%s=%s" % (pkg, key, value)
+            for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+            for key, value in (("gitVersion", v["kubernetes"]), ("gitMajor", major), ("gitMinor", minor),
+                               ("gitTreeState", "clean"))
+        )
+        run(["go", "build", "-ldflags", ldflags, "-o", target + "/"]
+            + ["k8s.io/kubernetes/cmd/%s" % name for name in k8s], cwd=os.path.join(GOBUILD, "kubernetes"), env=env)
+    if not os.path.exists(os.path.join(target, "etcd")):
+        run(["go", "build", "-o", os.path.join(target, "etcd"), "go.etcd.io/etcd/server/v3"],
+            cwd=os.path.join(GOBUILD, "etcd"), env=env)
+    if not os.path.exists(os.path.join(target, "kwok")):
+        run(["go", "install", "sigs.k8s.io/kwok/cmd/kwok@" + v["kwok"]], env=dict(env, GOBIN=target))
+    stages = os.path.join(target, "kwok-stages.yaml")
+    if not os.path.exists(stages):
+        # The stages kwokctl applies by default, read from kwok's own module.
+        module = json.loads(subprocess.run(
+            ["go", "mod", "download", "-json", "sigs.k8s.io/kwok@" + v["kwok"]],
+            check=True, capture_output=True, env=env).stdout)
+        documents = []
+        for path in KWOK_STAGES:
+            with open(os.path.join(module["Dir"], path)) as handle:
+                documents.append(handle.read().strip())
+        with open(stages + ".tmp", "w") as handle:
+            handle.write("\n---\n".join(documents) + "\n")
+        os.rename(stages + ".tmp", stages)
+    log("binaries ready in %s (%.1f s)" % (target, time.monotonic() - started))
+    return target
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def make_certificates(pki):
+    """A CA, the API server's serving certificate, an admin client certificate, the service-account key."""
+    os.makedirs(pki)
+
+    def path(name):
+        return os.path.join(pki, name)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "3650",
+            "-subj", "/CN=kubeops-test-ca")
+    leaves = {
+        "apiserver": ("/CN=kube-apiserver", "serverAuth",
+                      "subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,"
+                      "DNS:kubernetes.default,DNS:kubernetes.default.svc"),
+        "admin": ("/O=system:masters/CN=kubeops-admin", "clientAuth", None),
+    }
+    for name, (subject, usage, san) in leaves.items():
+        openssl("req", *ec, "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj", subject)
+        with open(path(name + ".ext"), "w") as handle:
+            handle.write("extendedKeyUsage=%s\n%s\n" % (usage, san or ""))
+        openssl("x509", "-req", "-in", path(name + ".csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path(name + ".crt"), "-days", "3650", "-extfile", path(name + ".ext"))
+    openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", path("sa.key"))
+    openssl("ec", "-in", path("sa.key"), "-pubout", "-out", path("sa.pub"))
+
+
+def write_kubeconfig(state_dir, server):
+    pki = os.path.join(state_dir, "pki")
+
+    def b64(name):
+        with open(os.path.join(pki, name), "rb") as handle:
+            return base64.b64encode(handle.read()).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubeops-local", "cluster": {
+            "server": server, "certificate-authority-data": b64("ca.crt")}}],
+        "users": [{"name": "kubeops-admin", "user": {
+            "client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")}}],
+        "contexts": [{"name": "kubeops-local", "context": {"cluster": "kubeops-local", "user": "kubeops-admin"}}],
+        "current-context": "kubeops-local",
+    }
+    path = os.path.join(state_dir, "kubeconfig")
+    with open(path, "w") as handle:
+        json.dump(config, handle, indent=2)  # JSON is YAML, and kubectl reads both
+    return path
+
+
+def _die_with_parent():
+    # PR_SET_PDEATHSIG: the component is killed when the test run that started it dies.
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def start(state, name, cmd, die_with_parent):
+    logfile = open(os.path.join(state["dir"], "logs", name + ".log"), "ab")
+    process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               start_new_session=True, preexec_fn=_die_with_parent if die_with_parent else None)
+    state["pids"][name] = process.pid
+    save_state(state)
+    return process
+
+
+def save_state(state):
+    with open(os.path.join(state["dir"], "state.json"), "w") as handle:
+        json.dump(state, handle, indent=2)
+
+
+def load_state(state_dir):
+    path = os.path.join(state_dir, "state.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def wait_for(what, check, processes, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        for name, process in processes.items():
+            if process.poll() is not None:
+                raise RuntimeError("%s exited with %s while waiting for %s; see its log" %
+                                   (name, process.returncode, what))
+        try:
+            if check():
+                return
+        except (OSError, urllib.error.URLError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(0.2)
+
+
+def https_get(url, state, client_cert=True):
+    context = ssl.create_default_context(cafile=os.path.join(state["dir"], "pki", "ca.crt"))
+    if client_cert:
+        pki = os.path.join(state["dir"], "pki")
+        context.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
+    else:  # the scheduler's and controller manager's self-signed serving certificates
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(url, context=context, timeout=5) as response:
+        return response.status, response.read()
+
+
+def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, python=sys.executable):
+    """Start a cluster in ``state_dir``; returns its state (kubeconfig path, ports, pids)."""
+    if load_state(state_dir):
+        raise RuntimeError("a cluster already runs from %s; run down first" % state_dir)
+    started = time.monotonic()
+    build()
+    shutil.rmtree(state_dir, ignore_errors=True)
+    os.makedirs(os.path.join(state_dir, "logs"))
+    ports = {name: free_port() for name in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler")}
+    state = {"dir": state_dir, "ports": ports, "pids": {}, "versions": versions()}
+    save_state(state)
+    pki = os.path.join(state_dir, "pki")
+    make_certificates(pki)
+    server = "https://127.0.0.1:%d" % ports["apiserver"]
+    kubeconfig = write_kubeconfig(state_dir, server)
+    state["kubeconfig"] = kubeconfig
+    state["server"] = server
+    processes = {}
+    try:
+        etcd_url = "http://127.0.0.1:%d" % ports["etcd"]
+        peer_url = "http://127.0.0.1:%d" % ports["etcd_peer"]
+        processes["etcd"] = start(state, "etcd", [
+            binary("etcd"), "--name=kubeops", "--data-dir=" + os.path.join(state_dir, "etcd"),
+            "--listen-client-urls=" + etcd_url, "--advertise-client-urls=" + etcd_url,
+            "--listen-peer-urls=" + peer_url, "--initial-advertise-peer-urls=" + peer_url,
+            "--initial-cluster=kubeops=" + peer_url, "--listen-metrics-urls=",
+            # a throwaway test store: durability is not worth the fsync latency
+            "--unsafe-no-fsync", "--quota-backend-bytes=2147483648",
+        ], die_with_parent)
+        wait_for("etcd", lambda: json.loads(urllib.request.urlopen(etcd_url + "/health", timeout=2).read())
+                 .get("health") == "true", processes)
+        processes["kube-apiserver"] = start(state, "kube-apiserver", [
+            binary("kube-apiserver"), "--etcd-servers=" + etcd_url,
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=%d" % ports["apiserver"],
+            # the kubernetes Service's endpoints would be 127.0.0.1, which Endpoints reject
+            "--endpoint-reconciler-type=none",
+            "--tls-cert-file=" + os.path.join(pki, "apiserver.crt"),
+            "--tls-private-key-file=" + os.path.join(pki, "apiserver.key"),
+            "--client-ca-file=" + os.path.join(pki, "ca.crt"),
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-account-key-file=" + os.path.join(pki, "sa.pub"),
+            "--service-account-signing-key-file=" + os.path.join(pki, "sa.key"),
+            "--service-cluster-ip-range=" + SERVICE_CIDR,
+            "--authorization-mode=RBAC", "--allow-privileged=true",
+        ], die_with_parent)
+        wait_for("kube-apiserver /readyz", lambda: https_get(server + "/readyz", state)[0] == 200, processes)
+        common = ["--kubeconfig=" + kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1"]
+        processes["kube-controller-manager"] = start(state, "kube-controller-manager", [
+            binary("kube-controller-manager"), *common, "--secure-port=%d" % ports["controller_manager"],
+            "--service-account-private-key-file=" + os.path.join(pki, "sa.key"),
+            "--root-ca-file=" + os.path.join(pki, "ca.crt"),
+            "--use-service-account-credentials=false", "--cluster-name=kubeops-local",
+        ], die_with_parent)
+        processes["kube-scheduler"] = start(state, "kube-scheduler", [
+            binary("kube-scheduler"), *common, "--secure-port=%d" % ports["scheduler"],
+        ], die_with_parent)
+        processes["kwok"] = start(state, "kwok", [
+            binary("kwok"), "--kubeconfig=" + kubeconfig, "--config=" + binary("kwok-stages.yaml"),
+            "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KWOK_NODE_ANNOTATION,
+            "--node-lease-duration-seconds=40", "--cidr=" + POD_CIDR, "--node-ip=127.0.0.1",
+        ], die_with_parent)
+        for name in ("controller_manager", "scheduler"):
+            url = "https://127.0.0.1:%d/healthz" % ports[name]
+            wait_for(name, lambda url=url: https_get(url, state, client_cert=False)[0] == 200, processes)
+        # Pods are refused until the service-account controller made the default account.
+        wait_for("the default ServiceAccount", lambda: https_get(
+            server + "/api/v1/namespaces/default/serviceaccounts/default", state)[0] == 200, processes)
+        if provisioner_pools:
+            processes["provisioner"] = start(state, "provisioner", [
+                python, os.path.join(HERE, "provisioner.py"), "--kubeconfig", kubeconfig,
+                "--pools", provisioner_pools,
+            ], die_with_parent)
+    except BaseException:
+        down(state_dir)
+        raise
+    state["startup_seconds"] = round(time.monotonic() - started, 1)
+    save_state(state)
+    log("cluster up in %.1f s: export KUBECONFIG=%s" % (state["startup_seconds"], kubeconfig))
+    return state
+
+
+def add_nodes(state, count, zones=("zone-a", "zone-b", "zone-c")):
+    """Create ``count`` kwok nodes spread over ``zones`` with the cluster's own kubectl."""
+    from fakenodes import fake_node
+
+    nodes = [fake_node("node-%d" % index, {"topology.kubernetes.io/zone": zones[index % len(zones)]})
+             for index in range(1, count + 1)]
+    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes})
+    subprocess.run([binary("kubectl"), "--kubeconfig", state["kubeconfig"], "apply", "-f", "-"],
+                   input=manifest.encode(), check=True, capture_output=True)
+    log("created %d kwok nodes" % count)
+
+
+def down(state_dir=DEFAULT_DIR):
+    """Stop every process of the cluster and remove its folder; quiet when nothing runs."""
+    state = load_state(state_dir)
+    if state:
+        groups = list(state["pids"].values())
+        for pid in groups:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(pid) for pid in groups):
+            time.sleep(0.1)
+        for pid in groups:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _alive(pid):
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a child of ours that exited stays a zombie until reaped
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["build", "up", "down"])
+    parser.add_argument("--dir", default=DEFAULT_DIR, help="folder of the cluster's state (default %(default)s)")
+    parser.add_argument("--provisioner", metavar="POOLS_YAML",
+                        help="also run the test provisioner with these node pools")
+    parser.add_argument("--nodes", type=int, default=0, help="kwok nodes to create after up")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter with the kubernetes library, for the provisioner")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        build()
+    elif args.command == "up":
+        state = up(args.dir, provisioner_pools=args.provisioner, python=args.python)
+        if args.nodes:
+            add_nodes(state, args.nodes)
+        print(state["kubeconfig"])
+    else:
+        down(args.dir)
+
+
+if __name__ == "__main__":
+    main()

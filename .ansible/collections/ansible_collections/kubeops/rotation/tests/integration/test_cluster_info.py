@@ -1,0 +1,104 @@
+"""The client factory and its connection options, through ansible-playbook and cluster_info."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import yaml
+from conftest import CHECKOUT_COLLECTIONS, TEST_LABEL
+
+
+def kubeconfig_dict(cluster):
+    with open(cluster.kubeconfig) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_reports_version_identity_and_selected_nodes(cluster, make_nodes, run_play, test_id):
+    nodes = make_nodes(2)
+    cluster.kubectl("cordon", nodes[1])
+    play = run_play([{"kubeops.rotation.cluster_info": {"node_selector": "%s=%s" % (TEST_LABEL, test_id)}}])
+    assert play.rc == 0, play
+    info = play.steps[0]
+    assert info["changed"] is False
+    assert info["server_version"] == json.loads(cluster.kubectl("version", "-o", "json").stdout)[
+        "serverVersion"]["gitVersion"]
+    assert [node["name"] for node in info["nodes"]] == nodes
+    assert [node["schedulable"] for node in info["nodes"]] == [True, False]
+    assert info["summary"] == {"nodes": 2, "ready": 2, "schedulable": 1}
+    assert "system:masters" in info["user"]["groups"]
+    assert info["api_requests"] >= 3
+
+
+def test_inline_kubeconfig_and_context_work_without_a_file(cluster, run_play):
+    config = kubeconfig_dict(cluster)
+    config["contexts"].append({"name": "second", "context": dict(config["contexts"][0]["context"])})
+    config["current-context"] = "missing"
+    play = run_play([{"kubeops.rotation.cluster_info": {}}], connection={"kubeconfig": config, "context": "second"})
+    assert play.rc == 0, play
+    assert play.steps[0]["user"]["username"] == "kubeops-admin"
+
+
+def test_host_and_client_certificate_without_kubeconfig(cluster, run_play, tmp_path):
+    config = kubeconfig_dict(cluster)
+    files = {}
+    for option, key, source in (("ca_cert", "certificate-authority-data", config["clusters"][0]["cluster"]),
+                                ("client_cert", "client-certificate-data", config["users"][0]["user"]),
+                                ("client_key", "client-key-data", config["users"][0]["user"])):
+        path = tmp_path / option
+        path.write_bytes(base64.b64decode(source[key]))
+        files[option] = str(path)
+    play = run_play([{"kubeops.rotation.cluster_info": {}}],
+                    connection=dict(files, host=config["clusters"][0]["cluster"]["server"]))
+    assert play.rc == 0, play
+    assert play.steps[0]["user"]["username"] == "kubeops-admin"
+
+
+def test_impersonation_sends_the_user_and_every_group(run_play):
+    play = run_play([{"kubeops.rotation.cluster_info": {
+        "impersonate_user": "jane", "impersonate_groups": ["platform", "sre"], "node_selector": "none=none"}}])
+    assert play.rc == 0, play
+    user = play.steps[0]["user"]
+    assert user["username"] == "jane"
+    assert {"platform", "sre"} <= set(user["groups"])
+
+
+def test_api_key_is_used_and_never_printed_and_a_403_is_a_clear_error(cluster, namespace, run_play):
+    cluster.core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
+    token = cluster.core.create_namespaced_service_account_token(
+        "reader", namespace, {"spec": {"expirationSeconds": 600}}).status.token
+    config = kubeconfig_dict(cluster)
+    ca_file = os.path.join(os.path.dirname(cluster.kubeconfig), "ca-for-token-test.crt")
+    with open(ca_file, "wb") as handle:
+        handle.write(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
+    try:
+        play = run_play([{"kubeops.rotation.cluster_info": {}}], verbosity=3, connection={
+            "host": config["clusters"][0]["cluster"]["server"], "api_key": token, "ca_cert": ca_file})
+    finally:
+        os.remove(ca_file)
+    assert play.rc != 0
+    message = play.steps[0]["msg"]
+    assert message.startswith("The API server refused a request: nodes is forbidden")
+    assert "system:serviceaccount:%s:reader" % namespace in message
+    assert "(HTTP 403)" in message
+    assert token not in play.stdout + play.stderr
+
+
+def test_missing_kubeconfig_and_unreachable_server_fail_with_the_cause(run_play, tmp_path):
+    play = run_play([{"kubeops.rotation.cluster_info": {}, "ignore_errors": True},
+                     {"kubeops.rotation.cluster_info": {"kubeconfig": None, "host": "https://127.0.0.1:9",
+                                                        "validate_certs": False, "api_key": "x"}}],
+                    connection={"kubeconfig": str(tmp_path / "absent.yaml")})
+    assert play.steps[0]["failed"] is True
+    assert play.steps[0]["msg"] == "kubeconfig %s does not exist." % (tmp_path / "absent.yaml")
+    assert play.steps[1]["failed"] is True
+    assert play.steps[1]["msg"].startswith("Cannot reach the API server at https://127.0.0.1:9")
+
+
+def test_check_mode_reports_the_same_and_the_checkout_works_as_a_collection(cluster, run_play):
+    play = run_play([{"kubeops.rotation.cluster_info": {"node_selector": "none=none"}}], check=True,
+                    collections_path=CHECKOUT_COLLECTIONS)
+    assert play.rc == 0, play
+    assert play.steps[0]["changed"] is False
+    assert play.steps[0]["summary"] == {"nodes": 0, "ready": 0, "schedulable": 0}

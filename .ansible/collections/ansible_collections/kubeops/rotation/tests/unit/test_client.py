@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kubeops.rotation.plugins.module_utils import client as client_utils
+from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
+    KubernetesClientError,
+    build_configuration,
+    default_kubeconfig_path,
+    retry_delay,
+)
+
+KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [
+        {"name": "a", "cluster": {"server": "https://a.example:6443", "insecure-skip-tls-verify": True}},
+        {"name": "b", "cluster": {"server": "https://b.example:6443"}},
+    ],
+    "users": [{"name": "u", "user": {"token": "from-kubeconfig"}}],
+    "contexts": [
+        {"name": "ctx-a", "context": {"cluster": "a", "user": "u"}},
+        {"name": "ctx-b", "context": {"cluster": "b", "user": "u"}},
+    ],
+    "current-context": "ctx-a",
+}
+
+
+def params(**overrides):
+    base = {name: None for name in client_utils.CONNECTION_ARGUMENT_SPEC}
+    base.update(overrides)
+    return base
+
+
+def test_reads_are_retried_with_growing_backoff_then_given_up():
+    delays = [retry_delay("GET", attempt, 503) for attempt in range(1, 6)]
+    assert delays == [0.5, 1.0, 2.0, None, None]
+
+
+def test_writes_are_never_retried_by_the_client():
+    assert retry_delay("POST", 1, 503) is None
+    assert retry_delay("PATCH", 1) is None
+
+
+def test_only_transient_statuses_are_retried():
+    assert retry_delay("GET", 1, 404) is None
+    assert retry_delay("GET", 1, 500) is None
+    assert retry_delay("GET", 1, 429) == 0.5
+    assert retry_delay("GET", 1, None) == 0.5
+
+
+def test_retry_after_wins_when_longer_and_is_capped():
+    assert retry_delay("GET", 1, 429, "3") == 3.0
+    assert retry_delay("GET", 1, 429, "600") == client_utils.MAX_RETRY_DELAY
+    assert retry_delay("GET", 1, 429, "soon") == 0.5
+
+
+def test_default_kubeconfig_is_first_of_kubeconfig_variable(tmp_path):
+    assert default_kubeconfig_path({"KUBECONFIG": "/a:/b"}) == "/a"
+    assert default_kubeconfig_path({}).endswith("/.kube/config")
+
+
+def test_inline_kubeconfig_uses_current_context():
+    configuration = build_configuration(params(kubeconfig=KUBECONFIG))
+    assert configuration.host == "https://a.example:6443"
+    assert configuration.verify_ssl is False
+    assert configuration.api_key["authorization"] == "Bearer from-kubeconfig"
+
+
+def test_context_selects_another_cluster_and_options_override_kubeconfig():
+    configuration = build_configuration(params(
+        kubeconfig=KUBECONFIG, context="ctx-b", api_key="override", proxy="http://proxy:3128",
+        validate_certs=False))
+    assert configuration.host == "https://b.example:6443"
+    assert configuration.api_key["authorization"] == "Bearer override"
+    assert configuration.proxy == "http://proxy:3128"
+    assert configuration.verify_ssl is False
+
+
+def test_unknown_context_is_a_clear_error():
+    with pytest.raises(KubernetesClientError, match="ctx-nope"):
+        build_configuration(params(kubeconfig=KUBECONFIG, context="ctx-nope"))
+
+
+def test_missing_kubeconfig_file_is_named(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(KubernetesClientError, match="kubeconfig %s does not exist" % missing):
+        build_configuration(params(kubeconfig=str(missing)))
+
+
+def test_host_alone_needs_no_kubeconfig(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    configuration = build_configuration(params(host="https://10.0.0.1:6443", api_key="t"))
+    assert configuration.host == "https://10.0.0.1:6443"
+
+
+def test_missing_certificate_file_is_named(tmp_path):
+    with pytest.raises(KubernetesClientError, match="ca_cert .*ca.crt does not exist"):
+        build_configuration(params(host="https://10.0.0.1:6443", ca_cert=str(tmp_path / "ca.crt")))
+
+
+def test_nothing_to_connect_to_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(KubernetesClientError):
+        build_configuration(params())

@@ -1,0 +1,212 @@
+"""Integration fixtures: a real control plane once per session, a namespace and nodes per test.
+
+By default the session starts the local control plane of tests/cluster
+(etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the
+test provisioner). Set KUBEOPS_TEST_KUBECONFIG to a kubeconfig to run against
+a cluster of your own instead (kind, k3d, EKS...): it must run kwok managing
+nodes annotated kwok.x-k8s.io/node=fake, since the tests make their own
+nodes; set KUBEOPS_TEST_PROVISIONER=1 too if it runs tests/cluster/provisioner.py
+with tests/cluster/pools.yaml, otherwise the tests that need it are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import yaml
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CLUSTER_DIR = os.path.join(REPO, "tests", "cluster")
+sys.path.insert(0, CLUSTER_DIR)
+
+import cluster as local_cluster  # noqa: E402
+from fakenodes import fake_node  # noqa: E402
+
+TEST_LABEL = "kubeops.io/test"
+INSTALLED_COLLECTIONS = os.path.join(REPO, ".cache", "collections")
+CHECKOUT_COLLECTIONS = os.path.join(REPO, ".cache", "checkout")
+METRICS_FILE = os.path.join(REPO, ".cache", "last-cluster-metrics.json")
+
+
+def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):
+    """Poll ``predicate`` until it returns something truthy; fail the test naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+class Cluster:
+    def __init__(self, kubeconfig, kubectl, has_provisioner):
+        self.kubeconfig = kubeconfig
+        self.kubectl_binary = kubectl
+        self.has_provisioner = has_provisioner
+        api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
+        self.api_client = api_client
+        self.core = k8s_client.CoreV1Api(api_client)
+        self.apps = k8s_client.AppsV1Api(api_client)
+        self.policy = k8s_client.PolicyV1Api(api_client)
+
+    def kubectl(self, *args, check=True):
+        return subprocess.run([self.kubectl_binary, "--kubeconfig", self.kubeconfig] + list(args),
+                              capture_output=True, text=True, check=check)
+
+    def pods(self, namespace, selector=None):
+        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
+
+
+def _peak_memory_kib(pids):
+    """Peak resident memory (VmHWM) of each component, read before it is stopped."""
+    peaks = {}
+    for name, pid in pids.items():
+        try:
+            with open("/proc/%d/status" % pid) as handle:
+                for line in handle:
+                    if line.startswith("VmHWM:"):
+                        peaks[name] = int(line.split()[1])
+        except OSError:
+            pass
+    return peaks
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    external = os.environ.get("KUBEOPS_TEST_KUBECONFIG")
+    if external:
+        yield Cluster(external, shutil.which("kubectl"), os.environ.get("KUBEOPS_TEST_PROVISIONER") == "1")
+        return
+    state_dir = str(tmp_path_factory.mktemp("control-plane"))
+    state = local_cluster.up(state_dir, provisioner_pools=os.path.join(CLUSTER_DIR, "pools.yaml"),
+                             die_with_parent=True, python=sys.executable)
+    try:
+        yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), True)
+    finally:
+        peaks = _peak_memory_kib(state["pids"])
+        with open(METRICS_FILE, "w") as handle:
+            json.dump({"startup_seconds": state["startup_seconds"], "versions": state["versions"],
+                       "peak_rss_mib": {name: round(kib / 1024) for name, kib in peaks.items()},
+                       "peak_rss_mib_total": round(sum(peaks.values()) / 1024)}, handle, indent=2)
+        local_cluster.down(state_dir)
+
+
+@pytest.fixture
+def test_id(request):
+    """Short, unique, DNS-safe id of this test, used to name its namespace and nodes."""
+    return "t%s" % uuid.uuid4().hex[:6]
+
+
+@pytest.fixture
+def namespace(cluster, test_id):
+    cluster.core.create_namespace({"metadata": {"name": test_id, "labels": {TEST_LABEL: test_id}}})
+    wait_until(lambda: _has_default_service_account(cluster, test_id), 30, "the namespace's default ServiceAccount")
+    yield test_id
+    cluster.core.delete_namespace(test_id)
+
+
+def _has_default_service_account(cluster, namespace):
+    try:
+        return cluster.core.read_namespaced_service_account("default", namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+@pytest.fixture
+def make_nodes(cluster, test_id):
+    """make_nodes(count, labels=..., capacity=...) -> names of new kwok nodes, Ready; deleted after the test."""
+    created = []
+
+    def make(count, labels=None, capacity=None, prefix="node"):
+        names = ["%s-%s-%d" % (test_id, prefix, len(created) + index) for index in range(count)]
+        for name in names:
+            cluster.core.create_node(fake_node(name, dict({TEST_LABEL: test_id}, **(labels or {})), capacity))
+            created.append(name)
+        wait_until(lambda: all(_node_ready(cluster, name) for name in names), 60, "nodes %s to be Ready" % names)
+        return names
+
+    yield make
+    for name in created:
+        try:
+            cluster.core.delete_node(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _node_ready(cluster, name):
+    node = cluster.core.read_node(name)
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+class PlayResult:
+    def __init__(self, completed, steps):
+        self.rc = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+        self.steps = steps
+
+    def __repr__(self):
+        return "PlayResult(rc=%s)\n%s\n%s" % (self.rc, self.stdout[-4000:], self.stderr[-2000:])
+
+
+@pytest.fixture
+def run_play(cluster, tmp_path):
+    """Run tasks through ansible-playbook on localhost; returns the registered result of each task.
+
+    The collection comes from its installed tarball unless ``collections_path``
+    says otherwise; ``module_defaults`` of group/kubeops.rotation.k8s carry the
+    test cluster's kubeconfig unless ``connection`` replaces them.
+    """
+
+    def run(tasks, check=False, connection=None, collections_path=INSTALLED_COLLECTIONS, verbosity=0):
+        results_file = tmp_path / ("results-%s.json" % uuid.uuid4().hex[:6])
+        registered = []
+        block = []
+        for index, task in enumerate(tasks):
+            name = "step%d" % index
+            registered.append(name)
+            block.append(dict(task, register=name))
+        dump = "{{ {%s} | to_json }}" % ", ".join("'%s': %s | default(None)" % (n, n) for n in registered)
+        playbook = [{
+            "name": "integration test",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "module_defaults": {"group/kubeops.rotation.k8s": connection or {"kubeconfig": cluster.kubeconfig}},
+            "tasks": [{"name": "steps", "block": block, "always": [{
+                "name": "save results",
+                "ansible.builtin.copy": {"content": dump, "dest": str(results_file), "mode": "0600"},
+                "check_mode": False,
+            }]}],
+        }]
+        playbook_file = tmp_path / "play.yml"
+        playbook_file.write_text(yaml.safe_dump(playbook, sort_keys=False))
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0",
+                   ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_COLLECTIONS_ON_ANSIBLE_VERSION_MISMATCH="ignore")
+        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                   "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook_file)]
+        if check:
+            command.append("--check")
+        if verbosity:
+            command.append("-" + "v" * verbosity)
+        completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
+        steps = json.loads(results_file.read_text()) if results_file.exists() else {}
+        return PlayResult(completed, [steps.get(name) for name in registered])
+
+    return run
