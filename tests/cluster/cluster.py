@@ -337,33 +337,33 @@ def add_nodes(state, count, zones=("zone-a", "zone-b", "zone-c")):
 def down(state_dir=DEFAULT_DIR):
     """Stop every process of the cluster and remove its folder; quiet when nothing runs."""
     state = load_state(state_dir)
-    if state:
-        groups = list(state["pids"].values())
-        for pid in groups:
+    # Clients first: the API server waits for their open watches before it exits.
+    for pid in reversed(list((state or {}).get("pids", {}).values())):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
-                os.killpg(pid, signal.SIGTERM)
+                os.killpg(pid, sig)
             except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(pid) for pid in groups):
-            time.sleep(0.1)
-        for pid in groups:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+                break
+            deadline = time.monotonic() + 5
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not _alive(pid):
+                break
     shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def _alive(pid):
+    """Whether a component still runs; an exited one may linger as a zombie until reaped."""
     try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return False
+    except ChildProcessError:  # not our child: started by an earlier `up`
+        pass
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
         return False
-    try:  # a child of ours that exited stays a zombie until reaped
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return True
 
 
 def main(argv=None):

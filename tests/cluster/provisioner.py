@@ -141,8 +141,10 @@ def tick(core, to_dict, pools, pool_label, upcoming_seconds):
     for node in nodes:
         if node.metadata.deletion_timestamp and FINALIZER in (node.metadata.finalizers or []):
             finalizers = [name for name in node.metadata.finalizers if name != FINALIZER]
-            core.patch_node(node.metadata.name, {"metadata": {"finalizers": finalizers,
-                                                              "resourceVersion": node.metadata.resource_version}})
+            # A JSON patch: a strategic merge patch would merge the finalizer list, not replace it.
+            core.patch_node(node.metadata.name, [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": node.metadata.resource_version},
+                {"op": "replace", "path": "/metadata/finalizers", "value": finalizers}])
             print("terminated %s" % node.metadata.name, flush=True)
             continue
         pool_nodes.setdefault(node.metadata.labels.get(pool_label), []).append(node.metadata.creation_timestamp)

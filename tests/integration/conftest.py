@@ -162,7 +162,9 @@ class PlayResult:
         self.steps = steps
 
     def __repr__(self):
-        return "PlayResult(rc=%s)\n%s\n%s" % (self.rc, self.stdout[-4000:], self.stderr[-2000:])
+        # What pytest prints when an assertion on a play fails: the failures first.
+        failures = [step.get("msg") for step in self.steps if isinstance(step, dict) and step.get("failed")]
+        return "PlayResult(rc=%s, failures=%r)\n%s\n%s" % (self.rc, failures, self.stdout[-3000:], self.stderr[-2000:])
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import json
 import os
 
 import yaml
+from kubernetes import client as k8s_client
 from conftest import CHECKOUT_COLLECTIONS, TEST_LABEL
 
 
@@ -55,13 +56,27 @@ def test_host_and_client_certificate_without_kubeconfig(cluster, run_play, tmp_p
     assert play.steps[0]["user"]["username"] == "kubeops-admin"
 
 
-def test_impersonation_sends_the_user_and_every_group(run_play):
-    play = run_play([{"kubeops.rotation.cluster_info": {
-        "impersonate_user": "jane", "impersonate_groups": ["platform", "sre"], "node_selector": "none=none"}}])
-    assert play.rc == 0, play
+def test_impersonation_sends_the_user_and_every_group(cluster, run_play, test_id):
+    rbac = k8s_client.RbacAuthorizationV1Api(cluster.api_client)
+    # Only the group "sre" may list nodes: the play succeeds only if that second group is sent.
+    rbac.create_cluster_role({"metadata": {"name": test_id},
+                              "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": test_id},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": test_id},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "sre"}]})
+    try:
+        play = run_play([
+            {"kubeops.rotation.cluster_info": {"impersonate_user": "jane", "impersonate_groups": ["platform", "sre"]}},
+            {"kubeops.rotation.cluster_info": {"impersonate_user": "jane", "impersonate_groups": ["platform"]}},
+        ])
+    finally:
+        rbac.delete_cluster_role_binding(test_id)
+        rbac.delete_cluster_role(test_id)
     user = play.steps[0]["user"]
     assert user["username"] == "jane"
     assert {"platform", "sre"} <= set(user["groups"])
+    assert 'User "jane" cannot list resource "nodes"' in play.steps[1]["msg"]
 
 
 def test_api_key_is_used_and_never_printed_and_a_403_is_a_clear_error(cluster, namespace, run_play):
