@@ -156,11 +156,33 @@ def build_configuration(params):
     except ConfigException as exc:
         raise KubernetesClientError("Cannot load the Kubernetes configuration: %s" % exc)
 
-    if params.get("host"):
-        configuration.host = params["host"]
     if params.get("api_key"):
         configuration.api_key = {"authorization": "Bearer %s" % params["api_key"]}
         configuration.refresh_api_key_hook = None
+    apply_overrides(configuration, params)
+    kubeconfig_refresh = configuration.refresh_api_key_hook
+    if kubeconfig_refresh:
+        # The kubeconfig loader's token refresh, run before every request,
+        # also copies the kubeconfig's server and TLS settings back.
+        def refresh_keeping_overrides(refreshed):
+            kubeconfig_refresh(refreshed)
+            apply_overrides(refreshed, params)
+
+        configuration.refresh_api_key_hook = refresh_keeping_overrides
+    if not configuration.host or configuration.host == "http://localhost":
+        raise KubernetesClientError(
+            "No Kubernetes API server to talk to: give host or kubeconfig, or run where a kubeconfig or an "
+            "in-cluster service account exists.")
+    for option in ("ca_cert", "client_cert", "client_key"):
+        if params.get(option) and not os.path.exists(params[option]):
+            raise KubernetesClientError("%s %s does not exist." % (option, params[option]))
+    return configuration
+
+
+def apply_overrides(configuration, params):
+    """Put the explicit connection options over what the kubeconfig said."""
+    if params.get("host"):
+        configuration.host = params["host"]
     if params.get("ca_cert"):
         configuration.ssl_ca_cert = params["ca_cert"]
     if params.get("client_cert"):
@@ -170,14 +192,6 @@ def build_configuration(params):
         configuration.verify_ssl = params["validate_certs"]
     if params.get("proxy"):
         configuration.proxy = params["proxy"]
-    if not configuration.host or configuration.host == "http://localhost":
-        raise KubernetesClientError(
-            "No Kubernetes API server to talk to: give host or kubeconfig, or run where a kubeconfig or an "
-            "in-cluster service account exists.")
-    for option in ("ca_cert", "client_cert", "client_key"):
-        if params.get(option) and not os.path.exists(params[option]):
-            raise KubernetesClientError("%s %s does not exist." % (option, params[option]))
-    return configuration
 
 
 class Client:

@@ -77,6 +77,14 @@ def test_context_selects_another_cluster_and_options_override_kubeconfig():
     assert configuration.verify_ssl is False
 
 
+def test_options_survive_the_kubeconfig_token_refresh_before_each_request():
+    configuration = build_configuration(params(
+        kubeconfig=KUBECONFIG, context="ctx-b", host="https://override:6443", validate_certs=False))
+    assert configuration.get_api_key_with_prefix("authorization") == "Bearer from-kubeconfig"
+    assert configuration.host == "https://override:6443"
+    assert configuration.verify_ssl is False
+
+
 def test_unknown_context_is_a_clear_error():
     with pytest.raises(KubernetesClientError, match="ctx-nope"):
         build_configuration(params(kubeconfig=KUBECONFIG, context="ctx-nope"))
