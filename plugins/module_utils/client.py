@@ -13,6 +13,7 @@ transient failures of reads, and sends impersonation headers.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -22,6 +23,7 @@ try:
     import urllib3
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
+    from kubernetes import watch as k8s_watch
     from kubernetes.client.rest import ApiException
     from kubernetes.config.config_exception import ConfigException
 except ImportError as exc:  # reported by the module through missing_required_lib
@@ -57,6 +59,10 @@ MAX_RETRY_DELAY = 10.0
 
 class KubernetesClientError(Exception):
     """A connection option or the cluster itself made the client unusable."""
+
+
+class WatchExpired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): list again, then watch from the new one."""
 
 
 def retry_delay(method, attempt, status=None, retry_after=None):
@@ -212,6 +218,51 @@ class Client:
     def to_dict(self, obj):
         """The API's own JSON shape (camelCase keys) of a client model object."""
         return self.api_client.sanitize_for_serialization(obj)
+
+    def whoami(self):
+        """The identity the API server sees, after impersonation: {"username", "groups"}."""
+        review = self.authentication.create_self_subject_review(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        return {"username": review.status.user_info.username, "groups": review.status.user_info.groups or []}
+
+    def read_nodes(self, names=None, selector=None):
+        """Nodes named in ``names`` plus those matching ``selector``, as dicts, and the names that do not exist."""
+        nodes = {}
+        missing = []
+        for name in names or []:
+            try:
+                nodes[name] = self.to_dict(self.core.read_node(name))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                missing.append(name)
+        if selector:
+            for node in self.list_all(self.core.list_node, label_selector=selector):
+                nodes[node["metadata"]["name"]] = node
+        return [nodes[name] for name in sorted(nodes)], missing
+
+    def watch(self, list_method, resource_version, timeout, **kwargs):
+        """Yield (event type, object as dict) from a watch until ``timeout`` seconds pass.
+
+        Raises WatchExpired when the API server no longer has ``resource_version``
+        (HTTP 410); the caller lists again and watches from the new version.
+        """
+        watcher = k8s_watch.Watch()
+        try:
+            for event in watcher.stream(list_method, resource_version=resource_version,
+                                        timeout_seconds=max(1, int(math.ceil(timeout))),
+                                        _request_timeout=timeout + 10, **kwargs):
+                if event["type"] == "ERROR":
+                    if (event.get("raw_object") or {}).get("code") == 410:
+                        raise WatchExpired()
+                    continue
+                yield event["type"], self.to_dict(event["object"])
+        except ApiException as exc:
+            if exc.status == 410:
+                raise WatchExpired()
+            raise
+        finally:
+            watcher.stop()
 
     def list_all(self, list_method, page_size=500, **kwargs):
         """Every item of a list call as plain dicts, fetched page by page."""

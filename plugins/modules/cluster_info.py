@@ -153,9 +153,7 @@ def main():
     try:
         client = new_client(module.params)
         version = client.version.get_code().git_version
-        review = client.authentication.create_self_subject_review({"apiVersion": "authentication.k8s.io/v1",
-                                                                   "kind": "SelfSubjectReview"})
-        user_info = review.status.user_info
+        user = client.whoami()
         nodes = client.list_all(client.core.list_node, label_selector=module.params["node_selector"])
     except KubernetesClientError as exc:
         module.fail_json(msg=str(exc))
@@ -166,7 +164,7 @@ def main():
     module.exit_json(
         changed=False,
         server_version=version,
-        user={"username": user_info.username, "groups": user_info.groups or []},
+        user=user,
         nodes=summaries,
         summary=counts,
         api_requests=client.request_count,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -49,7 +50,11 @@ KWOK_STAGES = [
     "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "kustomize/stage/pod/fast/pod-ready.yaml",
     "kustomize/stage/pod/fast/pod-complete.yaml",
-    "kustomize/stage/pod/fast/pod-delete.yaml",
+    # The general delete stage, not the fast one: a deleted pod stays
+    # Terminating for a second, or for its own grace period, or for the
+    # duration in its pod-delete.stage.kwok.x-k8s.io/delay annotation, as a
+    # real kubelet's pods do, so that evictions in flight can be measured.
+    "kustomize/stage/pod/general/pod-delete.yaml",
 ]
 
 
@@ -75,6 +80,11 @@ def versions():
 def bin_dir():
     v = versions()
     return os.path.join(CACHE, "bin", "k8s-%s_etcd-%s_kwok-%s" % (v["kubernetes"], v["etcd"], v["kwok"]))
+
+
+def stages_file():
+    digest = hashlib.sha256("\n".join(KWOK_STAGES).encode()).hexdigest()[:8]
+    return binary("kwok-stages-%s.yaml" % digest)
 
 
 def binary(name):
@@ -109,7 +119,7 @@ def build():
             cwd=os.path.join(GOBUILD, "etcd"), env=env)
     if not os.path.exists(os.path.join(target, "kwok")):
         run(["go", "install", "sigs.k8s.io/kwok/cmd/kwok@" + v["kwok"]], env=dict(env, GOBIN=target))
-    stages = os.path.join(target, "kwok-stages.yaml")
+    stages = stages_file()
     if not os.path.exists(stages):
         # The stages kwokctl applies by default, read from kwok's own module.
         module = json.loads(subprocess.run(
@@ -298,7 +308,7 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
             binary("kube-scheduler"), *common, "--secure-port=%d" % ports["scheduler"],
         ], die_with_parent)
         processes["kwok"] = start(state, "kwok", [
-            binary("kwok"), "--kubeconfig=" + kubeconfig, "--config=" + binary("kwok-stages.yaml"),
+            binary("kwok"), "--kubeconfig=" + kubeconfig, "--config=" + stages_file(),
             "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KWOK_NODE_ANNOTATION,
             "--node-lease-duration-seconds=40", "--cidr=" + POD_CIDR, "--node-ip=127.0.0.1",
         ], die_with_parent)

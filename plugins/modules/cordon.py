@@ -1,0 +1,189 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cordon
+short_description: Cordon or uncordon nodes, recording who cordoned them and why
+version_added: 0.1.0
+description:
+  - Cordoning sets C(spec.unschedulable) and records on the node who cordoned
+    it, why and when, in the annotations C(kubeops.io/cordoned-by),
+    C(kubeops.io/cordon-reason) and C(kubeops.io/cordoned-at). "Who" is the
+    identity the API server sees (after impersonation).
+  - Uncordoning undoes only cordons this collection made. A node cordoned by
+    a person or another tool (no C(kubeops.io/cordoned-by) annotation) stays
+    cordoned and the result says so, unless O(force=true).
+  - A node that is already cordoned by someone else is left untouched by
+    O(state=cordoned), so that a later uncordon leaves it cordoned as well.
+  - Every change is a JSON patch guarded by the node's resourceVersion; a node
+    that changed in between is read again and planned again.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  nodes:
+    description:
+      - Names of the nodes. Every one must exist, otherwise the module fails
+        naming the missing ones and changes nothing.
+    type: list
+    elements: str
+  node_selector:
+    description:
+      - Label selector of further nodes, for example V(kubeops.io/pool=old).
+    type: str
+  state:
+    description:
+      - V(cordoned) makes the nodes unschedulable; V(uncordoned) undoes our cordons.
+    type: str
+    choices: [cordoned, uncordoned]
+    default: cordoned
+  reason:
+    description:
+      - Why the nodes are cordoned, recorded in C(kubeops.io/cordon-reason),
+        for example V(rotation 2026-12-03 AMI ami-0abc).
+    type: str
+    default: ""
+  taint:
+    description:
+      - Also add the taint C(kubeops.io/cordoned=true:NoSchedule) when
+        cordoning, for autoscalers and schedulers that look at taints rather
+        than C(spec.unschedulable). Uncordoning always removes this taint.
+    type: bool
+    default: false
+  force:
+    description:
+      - With O(state=uncordoned), also uncordon nodes that someone else cordoned.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change, changes nothing.
+  diff_mode:
+    support: full
+    description: Per node, the cordon fields before and after (C(unschedulable), the C(kubeops.io/) annotations, the taint).
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Cordon the nodes of the old pool before a rotation
+  kubeops.rotation.cordon:
+    node_selector: kubeops.io/pool=general-v1
+    reason: "rotation {{ rotation_id }}: new AMI"
+    taint: true
+
+- name: Undo our cordons only (a node an SRE cordoned stays cordoned)
+  kubeops.rotation.cordon:
+    nodes: [ip-10-0-1-5.ec2.internal]
+    state: uncordoned
+  register: uncordon
+
+- name: Show nodes left cordoned by someone else
+  ansible.builtin.debug:
+    msg: "{{ uncordon.nodes | selectattr('unschedulable') | map(attribute='name') | list }}"
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per selected node, sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    action:
+      description: V(cordon), V(uncordon), or V(none) when the node is left as it is.
+      type: str
+    changed:
+      description: Whether the node was (in check mode, would be) changed.
+      type: bool
+    reason:
+      description: Why, in words, for example V(cordoned by someone else, not by kubeops.rotation; left cordoned (force true uncordons it)).
+      type: str
+    unschedulable:
+      description: Whether the node is cordoned afterwards.
+      type: bool
+    cordoned_by:
+      description: The C(kubeops.io/cordoned-by) annotation afterwards, or null.
+      type: str
+  sample:
+    - {name: node-1, action: cordon, changed: true, reason: cordoned, unschedulable: true, cordoned_by: admin}
+summary:
+  description: Counts of nodes by outcome.
+  returned: always
+  type: dict
+  sample: {nodes: 3, changed: 2, unchanged: 1}
+diff:
+  description: Before and after of the cordon fields, per node name, for the nodes that change.
+  returned: when diff mode is on
+  type: dict
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
+    CONNECTION_ARGUMENT_SPEC,
+    CONNECTION_REQUIRED_BY,
+    CONNECTION_REQUIRED_TOGETHER,
+    KUBERNETES_IMPORT_ERROR,
+    ApiException,
+    KubernetesClientError,
+    api_error_message,
+    new_client,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.cordon import NodesNotFound, apply_cordon
+
+
+def main():
+    argument_spec = dict(
+        CONNECTION_ARGUMENT_SPEC,
+        nodes=dict(type="list", elements="str"),
+        node_selector=dict(type="str"),
+        state=dict(type="str", choices=["cordoned", "uncordoned"], default="cordoned"),
+        reason=dict(type="str", default=""),
+        taint=dict(type="bool", default=False),
+        force=dict(type="bool", default=False),
+    )
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        required_one_of=[["nodes", "node_selector"]],
+        required_together=CONNECTION_REQUIRED_TOGETHER,
+        required_by=CONNECTION_REQUIRED_BY,
+        supports_check_mode=True,
+    )
+    if KUBERNETES_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    params = module.params
+    try:
+        client = new_client(params)
+        changes = apply_cordon(client, params["nodes"], params["node_selector"], params["state"], params["reason"],
+                               params["taint"], params["force"], check_mode=module.check_mode)
+    except (KubernetesClientError, NodesNotFound) as exc:
+        module.fail_json(msg=str(exc))
+    except ApiException as exc:
+        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc))
+
+    changed = [change for change in changes if change.changed]
+    result = dict(
+        changed=bool(changed),
+        nodes=[change.result() for change in changes],
+        summary={"nodes": len(changes), "changed": len(changed), "unchanged": len(changes) - len(changed)},
+        api_requests=client.request_count,
+    )
+    if module._diff:
+        result["diff"] = {"before": {change.name: change.before for change in changed},
+                          "after": {change.name: change.after for change in changed}}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,350 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: evict
+short_description: Evict pods through the Eviction API, honouring PodDisruptionBudgets, with limits and reasons
+version_added: 0.1.0
+description:
+  - Selects pods on nodes (O(nodes), O(node_selector): drains them) and/or by
+    namespace and selectors, judges every pod with a chain of filters, each
+    with a reason, then evicts through the policy/v1 Eviction API only, so
+    the API server itself enforces PodDisruptionBudgets.
+  - An eviction answered with HTTP 429 (a PDB allows no disruption now) is
+    retried with exponential backoff and jitter until O(timeout). A pod
+    selected by several PDBs (HTTP 500) is reported at once with their names.
+  - When any selected pod would be refused (bare pod, emptyDir, do-not-disrupt,
+    system-critical), nothing is evicted unless O(skip_refused=true); the
+    error lists every refused pod with its reason.
+  - Waits for evicted pods to be gone by watching, not by polling. At the
+    deadline it fails naming the pods left, the PDBs that blocked them with
+    their currentHealthy, desiredHealthy and disruptionsAllowed, and how many
+    pods were evicted; rerunning continues from there.
+  - Records Kubernetes Events on the pods it evicts (reason C(Evicted)) and on
+    the nodes it drains (C(Draining), C(Drained)), from component
+    C(kubeops.rotation).
+  - The module does not cordon; M(kubeops.rotation.cordon) and the
+    C(kubeops.rotation.drain_node) role do.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  nodes:
+    description:
+      - Names of nodes to drain: their pods are selected. Every one must exist.
+    type: list
+    elements: str
+  node_selector:
+    description:
+      - Label selector of further nodes to drain.
+    type: str
+  namespaces:
+    description:
+      - Only pods of these namespaces. Without O(nodes) or O(node_selector),
+        the pods of these namespaces are selected; with them, pods on the
+        nodes in other namespaces are skipped with reason C(namespace).
+    type: list
+    elements: str
+  exclude_namespaces:
+    description:
+      - Pods of these namespaces are skipped with reason C(namespace).
+    type: list
+    elements: str
+    default: []
+  pod_selector:
+    description:
+      - Label selector of the pods, for example V(app=web).
+    type: str
+  field_selector:
+    description:
+      - Field selector of the pods, for example V(status.phase=Running).
+    type: str
+  timeout:
+    description:
+      - Seconds the whole call may take, waiting included. At the deadline it
+        fails with what is left and why.
+    type: int
+    default: 300
+  wait:
+    description:
+      - Wait until every evicted pod is gone.
+    type: bool
+    default: true
+  wait_for_replacements:
+    description:
+      - Also wait until every Deployment, StatefulSet, ReplicaSet or
+        ReplicationController whose pods were evicted has its desired number
+        of Ready pods again.
+    type: bool
+    default: false
+  grace_period:
+    description:
+      - Termination grace period in seconds for the evicted pods, instead of
+        their own C(terminationGracePeriodSeconds).
+    type: int
+  disable_eviction:
+    description:
+      - Delete pods instead of evicting them. This B(bypasses PodDisruptionBudgets);
+        the module warns when it is on.
+    type: bool
+    default: false
+  force:
+    description:
+      - Evict pods that no controller would recreate (bare pods) too.
+    type: bool
+    default: false
+  delete_emptydir_data:
+    description:
+      - Evict pods with emptyDir volumes too; their data is lost.
+    type: bool
+    default: false
+  respect_do_not_disrupt:
+    description:
+      - Refuse pods annotated C(karpenter.sh/do-not-disrupt=true) or
+        C(cluster-autoscaler.kubernetes.io/safe-to-evict=false). Move them by
+        M(kubeops.rotation.rollout_restart) instead, as the rotation does.
+    type: bool
+    default: true
+  evict_system_critical:
+    description:
+      - Evict pods of the priority classes C(system-cluster-critical) and
+        C(system-node-critical) too.
+    type: bool
+    default: false
+  skip_refused:
+    description:
+      - Evict the evictable pods even though some are refused; the refused
+        ones are reported and left in place.
+    type: bool
+    default: false
+  max_in_flight:
+    description:
+      - Evicted pods not yet gone, at most, at any time.
+    type: int
+  max_per_node:
+    description:
+      - Evicted pods not yet gone per node, at most.
+    type: int
+  max_per_namespace:
+    description:
+      - Evicted pods not yet gone per namespace, at most.
+    type: int
+  max_unavailable_per_owner:
+    description:
+      - Pods of one workload (Deployment, StatefulSet, ReplicaSet,
+        ReplicationController) that may be not Ready at once, as a count
+        (V(1)) or a percent of its desired replicas (V(25%), rounded down,
+        at least 1). Checked against the workload's live pods before each
+        eviction, on top of PDBs.
+    type: str
+  max_evictions:
+    description:
+      - Evictions this call may make in all. Pods beyond it are reported as
+        V(pending); rerun to continue.
+    type: int
+  reason:
+    description:
+      - Why, added to the Events recorded on pods and nodes.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+    description: Returns the whole plan (what would be evicted, deleted, skipped, refused) and changes nothing.
+  diff_mode:
+    support: none
+    description: The per-pod plan in RV(pods) is the preview.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Drain a node, two evictions at a time, waiting for the replacements
+  kubeops.rotation.evict:
+    nodes: [ip-10-0-1-5.ec2.internal]
+    max_in_flight: 2
+    max_unavailable_per_owner: 1
+    wait_for_replacements: true
+    timeout: 600
+    reason: "rotation {{ rotation_id }}"
+
+- name: See what a drain would do, without doing it
+  kubeops.rotation.evict:
+    node_selector: kubeops.io/pool=old
+  check_mode: true
+  register: drain_plan
+
+- name: Evict the batch jobs' pods of one namespace, leaving refused ones alone
+  kubeops.rotation.evict:
+    namespaces: [batch]
+    pod_selector: tier=worker
+    skip_refused: true
+"""
+
+RETURN = r"""
+pods:
+  description: Every selected pod with what was decided and what happened, sorted by node and name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Pod name.
+      type: str
+    namespace:
+      description: Pod namespace.
+      type: str
+    node:
+      description: Node the pod was on.
+      type: str
+    owner:
+      description: C(Kind/name) of the pod's controller, or null for a bare pod.
+      type: str
+    action:
+      description: The plan for the pod, V(evict), V(delete) (terminal pods), V(skip) or V(refuse).
+      type: str
+    reason:
+      description: >-
+        The filter that decided: V(evictable), V(daemonset), V(mirror),
+        V(terminal), V(terminating), V(namespace), V(unreplicated),
+        V(local-storage), V(do-not-disrupt), V(system-critical).
+      type: str
+    outcome:
+      description: >-
+        V(evicted), V(deleted), V(skipped), V(refused), V(blocked) (by a PDB at
+        the deadline), V(terminating) (evicted, not yet gone at the deadline),
+        V(gone) (gone before we evicted it), V(failed), V(pending) (not
+        attempted), or V(planned) in check mode.
+      type: str
+    detail:
+      description: The reason in words, or the API server's message.
+      type: str
+    notes:
+      description: Facts that do not change the decision, for example the PVCs used and their volume's zone.
+      type: list
+      elements: str
+    attempts:
+      description: Eviction requests made for the pod (429 retries included).
+      type: int
+    pdbs:
+      description: The PDBs that blocked the pod, with their status, when it was blocked.
+      type: list
+      elements: str
+summary:
+  description: Number of pods per outcome, and C(remaining), the pods other than DaemonSet, mirror and terminal pods left on the drained nodes.
+  returned: always
+  type: dict
+  sample: {evicted: 12, skipped: 3, remaining: 0}
+remaining:
+  description: Pods still on the drained nodes that a drain should have removed (C(namespace/name)).
+  returned: when nodes are drained and not in check mode
+  type: list
+  elements: str
+nodes:
+  description: The drained nodes.
+  returned: always
+  type: list
+  elements: str
+elapsed_seconds:
+  description: Wall time of the call.
+  returned: always
+  type: float
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
+    CONNECTION_ARGUMENT_SPEC,
+    CONNECTION_REQUIRED_BY,
+    CONNECTION_REQUIRED_TOGETHER,
+    KUBERNETES_IMPORT_ERROR,
+    ApiException,
+    KubernetesClientError,
+    api_error_message,
+    new_client,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError, drain
+from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions
+
+EVICT_ARGUMENT_SPEC = dict(
+    nodes=dict(type="list", elements="str"),
+    node_selector=dict(type="str"),
+    namespaces=dict(type="list", elements="str"),
+    exclude_namespaces=dict(type="list", elements="str", default=[]),
+    pod_selector=dict(type="str"),
+    field_selector=dict(type="str"),
+    timeout=dict(type="int", default=300),
+    wait=dict(type="bool", default=True),
+    wait_for_replacements=dict(type="bool", default=False),
+    grace_period=dict(type="int"),
+    disable_eviction=dict(type="bool", default=False),
+    force=dict(type="bool", default=False),
+    delete_emptydir_data=dict(type="bool", default=False),
+    respect_do_not_disrupt=dict(type="bool", default=True),
+    evict_system_critical=dict(type="bool", default=False),
+    skip_refused=dict(type="bool", default=False),
+    max_in_flight=dict(type="int"),
+    max_per_node=dict(type="int"),
+    max_per_namespace=dict(type="int"),
+    max_unavailable_per_owner=dict(type="str"),
+    max_evictions=dict(type="int"),
+    reason=dict(type="str", default=""),
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(CONNECTION_ARGUMENT_SPEC, **EVICT_ARGUMENT_SPEC),
+        required_one_of=[["nodes", "node_selector", "namespaces", "pod_selector"]],
+        required_together=CONNECTION_REQUIRED_TOGETHER,
+        required_by=CONNECTION_REQUIRED_BY,
+        supports_check_mode=True,
+    )
+    if KUBERNETES_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    params = module.params
+    error = validate(params)
+    if error:
+        module.fail_json(msg=error)
+    if params["disable_eviction"]:
+        module.warn("disable_eviction is on: pods are deleted, bypassing their PodDisruptionBudgets.")
+    options = FilterOptions(
+        force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
+        respect_do_not_disrupt=params["respect_do_not_disrupt"], evict_system_critical=params["evict_system_critical"],
+        namespaces=tuple(params["namespaces"] or ()), exclude_namespaces=tuple(params["exclude_namespaces"]))
+    try:
+        client = new_client(params)
+        report = drain(client, params, options, check_mode=module.check_mode)
+    except (KubernetesClientError, SelectionError) as exc:
+        module.fail_json(msg=str(exc))
+    except ApiException as exc:
+        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc))
+    report["api_requests"] = client.request_count
+    if report.pop("error", None):
+        module.fail_json(**report)
+    module.exit_json(**report)
+
+
+def validate(params):
+    """A message for parameters that make no sense together, before anything is read or changed."""
+    for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace", "max_evictions"):
+        if params[name] is not None and params[name] < (1 if name != "max_evictions" else 0):
+            return "%s must be a positive number, got %s." % (name, params[name])
+    if params["grace_period"] is not None and params["grace_period"] < 0:
+        return "grace_period must be 0 or more, got %s." % params["grace_period"]
+    limit = params["max_unavailable_per_owner"]
+    if limit is not None:
+        number = limit[:-1] if limit.endswith("%") else limit
+        if not number.isdigit() or int(number) < 1 or (limit.endswith("%") and int(number) > 100):
+            return "max_unavailable_per_owner must be a count like 1 or a percent like 25%%, got %s." % limit
+    return None
+
+
+if __name__ == "__main__":
+    main()
