@@ -6,38 +6,8 @@ import collections
 
 import pytest
 from conftest import TEST_LABEL, wait_until
+from kube import deployment, running_pods
 from kubernetes.client.rest import ApiException
-
-
-def deployment(name, replicas, node_selector, labels=None, spread=False, pool_anti_affinity=False):
-    labels = labels or {"app": name}
-    spec = {
-        "nodeSelector": node_selector,
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
-    }
-    if spread:
-        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                                              "whenUnsatisfiable": "DoNotSchedule",
-                                              "labelSelector": {"matchLabels": labels}}]
-    if pool_anti_affinity:
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": labels}}]}}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": spec}},
-    }
-
-
-def running_pods(cluster, namespace, selector, count):
-    pods = [pod for pod in cluster.pods(namespace, selector)
-            if pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
-            and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])]
-    return pods if len(pods) == count else None
 
 
 def test_kwok_nodes_become_ready_with_their_capacity(cluster, make_nodes):
@@ -114,7 +84,7 @@ def test_provisioner_adds_pool_nodes_for_pending_pods_and_finishes_their_deletio
     if not cluster.has_provisioner:
         pytest.skip("this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
     cluster.apps.create_namespaced_deployment(
-        namespace, deployment("placeholder", 2, {"kubeops.io/pool": "warm-zone-b"}, pool_anti_affinity=True))
+        namespace, deployment("placeholder", 2, {"kubeops.io/pool": "warm-zone-b"}, anti_affinity=True))
     pods = wait_until(lambda: running_pods(cluster, namespace, "app=placeholder", 2), 90, "2 running placeholders")
     new_nodes = {pod.spec.node_name for pod in pods}
     assert len(new_nodes) == 2

@@ -1,0 +1,141 @@
+"""Manifests and a disruption watcher shared by the integration tests."""
+
+from __future__ import annotations
+
+import threading
+
+from kubernetes import watch
+
+PAUSE = "registry.k8s.io/pause:3.10"
+# kwok keeps a deleted pod Terminating this long, like a kubelet stopping it.
+TERMINATION_DELAY = {"pod-delete.stage.kwok.x-k8s.io/delay": "2s"}
+
+
+def pod_spec(node_selector, grace=2, volumes=None, **extra):
+    spec = {
+        "nodeSelector": node_selector,
+        "terminationGracePeriodSeconds": grace,
+        "containers": [{"name": "app", "image": PAUSE,
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+    }
+    if volumes:
+        spec["volumes"] = volumes
+    spec.update(extra)
+    return spec
+
+
+def template(labels, spec, annotations=None):
+    return {"metadata": {"labels": labels, "annotations": dict(TERMINATION_DELAY, **(annotations or {}))},
+            "spec": spec}
+
+
+def deployment(name, replicas, node_selector, labels=None, spread=False, anti_affinity=False, annotations=None,
+               volumes=None):
+    labels = labels or {"app": name}
+    spec = pod_spec(node_selector, volumes=volumes)
+    if spread:
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": labels}}]
+    if anti_affinity:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": labels}}]}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": template(labels, spec, annotations)}}
+
+
+def stateful_set(name, replicas, node_selector):
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": labels},
+                     "template": template(labels, pod_spec(node_selector))}}
+
+
+def daemon_set(name, node_selector):
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": labels}, "template": template(labels, pod_spec(node_selector))}}
+
+
+def bare_pod(name, node_name, annotations=None, owner=None):
+    metadata = {"name": name, "labels": {"app": name}, "annotations": dict(TERMINATION_DELAY, **(annotations or {}))}
+    if owner:
+        metadata["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": dict(pod_spec({}), nodeName=node_name)}
+
+
+def pdb(name, selector_labels, min_available=None, max_unavailable=None):
+    spec = {"selector": {"matchLabels": selector_labels}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name}, "spec": spec}
+
+
+def is_ready(pod):
+    return pod.metadata.deletion_timestamp is None and any(
+        c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+
+
+def running_pods(cluster, namespace, selector, count):
+    pods = [pod for pod in cluster.pods(namespace, selector) if pod.status.phase == "Running" and is_ready(pod)]
+    return pods if len(pods) == count else None
+
+
+class DisruptionWatcher:
+    """Watches a namespace's pods while a play runs and records what a user would call disruption.
+
+    ``min_ready[app]``: the fewest Ready pods an ``app`` label had at any moment;
+    ``max_terminating[app]``: the most of its pods Terminating at once (evictions in flight).
+    """
+
+    def __init__(self, cluster, namespace):
+        self.cluster = cluster
+        self.namespace = namespace
+        self.pods = {}
+        self.min_ready = {}
+        self.max_terminating = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        listed = self.cluster.core.list_namespaced_pod(self.namespace)
+        self.pods = {pod.metadata.uid: pod for pod in listed.items}
+        self._measure()
+        self._resource_version = listed.metadata.resource_version
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self):
+        watcher = watch.Watch()
+        while not self._stop.is_set():
+            for event in watcher.stream(self.cluster.core.list_namespaced_pod, self.namespace,
+                                        resource_version=self._resource_version, timeout_seconds=1):
+                self._resource_version = event["object"].metadata.resource_version
+                self._record(event["type"], event["object"])
+                if self._stop.is_set():
+                    break
+
+    def _record(self, event_type, pod):
+        if event_type == "DELETED":
+            self.pods.pop(pod.metadata.uid, None)
+        else:
+            self.pods[pod.metadata.uid] = pod
+        self._measure()
+
+    def _measure(self):
+        ready = {}
+        terminating = {}
+        for known in self.pods.values():
+            app = (known.metadata.labels or {}).get("app")
+            ready[app] = ready.get(app, 0) + (1 if is_ready(known) else 0)
+            terminating[app] = terminating.get(app, 0) + (1 if known.metadata.deletion_timestamp else 0)
+        for app, count in ready.items():
+            self.min_ready[app] = min(self.min_ready.get(app, count), count)
+            self.max_terminating[app] = max(self.max_terminating.get(app, 0), terminating[app])

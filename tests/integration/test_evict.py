@@ -1,0 +1,202 @@
+"""Guarded eviction and cordon on the real control plane, run through ansible-playbook."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import TEST_LABEL, wait_until
+from kube import (
+    DisruptionWatcher,
+    bare_pod,
+    daemon_set,
+    deployment,
+    pdb,
+    running_pods,
+    stateful_set,
+)
+
+
+def pods_on(cluster, namespace, node):
+    return sorted(pod.metadata.name for pod in cluster.pods(namespace) if pod.spec.node_name == node)
+
+
+def workload_name(entry):
+    """web for a pod of ReplicaSet web-<hash>, the owner's name for other controllers, else the pod's name."""
+    if not entry["owner"] or entry["owner"].startswith("Node/"):
+        return entry["name"]
+    kind, name = entry["owner"].split("/")
+    return name.rsplit("-", 1)[0] if kind == "ReplicaSet" else name
+
+
+def outcomes(play_step):
+    return {(workload_name(entry), entry["outcome"], entry["reason"]) for entry in play_step["pods"]}
+
+
+def test_drain_judges_every_kind_of_pod_refuses_first_then_evicts(cluster, namespace, make_nodes, run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    pinned = {TEST_LABEL: test_id}
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 2, pinned))
+    cluster.apps.create_namespaced_stateful_set(namespace, stateful_set("db", 1, pinned))
+    cluster.apps.create_namespaced_daemon_set(namespace, daemon_set("agent", pinned))
+    cluster.apps.create_namespaced_deployment(namespace, deployment(
+        "cache", 1, pinned, volumes=[{"name": "scratch", "emptyDir": {}}]))
+    cluster.core.create_namespaced_pod(namespace, bare_pod("debug", old))
+    node_uid = cluster.core.read_node(old).metadata.uid
+    cluster.core.create_namespaced_pod(namespace, bare_pod(
+        "static-web", old, annotations={"kubernetes.io/config.mirror": "hash", "kubernetes.io/config.source": "file"},
+        owner={"apiVersion": "v1", "kind": "Node", "name": old, "uid": node_uid, "controller": True}))
+    wait_until(lambda: running_pods(cluster, namespace, None, 7), 60, "7 running pods on the old node")
+    (new,) = make_nodes(1, prefix="new")
+    cluster.kubectl("cordon", old)
+    before = pods_on(cluster, namespace, old)
+
+    refused = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 60}}])
+    step = refused.steps[0]
+    assert step["failed"] is True
+    assert step["msg"].startswith("Refusing to evict anything: 2 pod(s) cannot be evicted safely")
+    assert "%s/debug (unreplicated" % namespace in step["msg"] and "(local-storage: emptyDir scratch" in step["msg"]
+    assert pods_on(cluster, namespace, old) == before, "a refused drain must not evict anything"
+
+    options = {"nodes": [old], "force": True, "delete_emptydir_data": True, "timeout": 120, "reason": test_id}
+    play = run_play([{"kubeops.rotation.evict": options, "check_mode": True},
+                     {"kubeops.rotation.evict": options},
+                     {"kubeops.rotation.evict": options}])
+    assert play.rc == 0, play
+    planned, done, again = play.steps
+    assert planned["changed"] is False
+    assert {e["outcome"] for e in planned["pods"] if e["action"] == "evict"} == {"planned"}
+    assert outcomes(done) == {
+        ("web", "evicted", "evictable"), ("db", "evicted", "evictable"), ("cache", "evicted", "evictable"),
+        ("debug", "evicted", "evictable"), ("static-web", "skipped", "mirror"), ("agent", "skipped", "daemonset")}
+    assert done["changed"] is True and done["remaining"] == [] and done["summary"]["evicted"] == 5
+    left = [pod for pod in cluster.pods(namespace) if pod.spec.node_name == old]
+    assert sorted(pod.metadata.annotations.get("kubernetes.io/config.mirror") is not None or
+                  pod.metadata.owner_references[0].kind == "DaemonSet" for pod in left) == [True, True]
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 2), 60, "web back to 2 on the new node")
+    assert {pod.spec.node_name for pod in cluster.pods(namespace, "app=web")} == {new}
+
+    events = cluster.core.list_namespaced_event(namespace).items
+    evicted_events = [e for e in events if e.reason == "Evicted" and e.source.component == "kubeops.rotation"]
+    assert len(evicted_events) == 5 and all(test_id in e.message for e in evicted_events)
+    node_events = {e.reason for e in cluster.core.list_namespaced_event("default").items
+                   if e.involved_object.name == old and e.source.component == "kubeops.rotation"}
+    assert node_events == {"Draining", "Drained"}
+
+    assert again["changed"] is False
+    assert "evicted" not in again["summary"]
+
+
+def test_pdb_allowing_one_disruption_drains_without_dropping_below_its_minimum(cluster, namespace, make_nodes,
+                                                                               run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 4, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, min_available=3))
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 4), 60, "4 web pods on the old node")
+    make_nodes(1, prefix="new")
+    cluster.kubectl("cordon", old)
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 180}}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert step["summary"]["evicted"] == 4
+    assert max(entry["attempts"] for entry in step["pods"]) > 1, "the PDB should have answered 429 at least once"
+    assert watcher.min_ready["web"] >= 3
+
+
+def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluster, namespace, make_nodes, run_play,
+                                                                          test_id):
+    (old,) = make_nodes(1, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 2, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db-pdb", {"app": "db"}, max_unavailable=0))
+    wait_until(lambda: running_pods(cluster, namespace, "app=db", 2), 60, "2 db pods")
+    started = time.monotonic()
+    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 8}}])
+    elapsed = time.monotonic() - started
+    step = play.steps[0]
+    assert step["failed"] is True
+    assert step["msg"].startswith("Timed out after 8 s evicting: %s/db-" % namespace)
+    assert ("blocked by PDB %s/db-pdb (currentHealthy 2, desiredHealthy 2, disruptionsAllowed 0)" % namespace
+            in step["msg"])
+    assert step["msg"].endswith("0 of 2 pods evicted; rerunning continues from here.")
+    assert {entry["outcome"] for entry in step["pods"]} == {"blocked"}
+    assert elapsed < 30
+    assert len(running_pods(cluster, namespace, "app=db", 2)) == 2
+
+
+def test_pod_under_two_pdbs_is_reported_at_once_with_both_names(cluster, namespace, make_nodes, run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 2, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("first", {"app": "web"}, max_unavailable=1))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("second", {"app": "web"}, max_unavailable=1))
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 2), 60, "2 web pods")
+    started = time.monotonic()
+    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 60}}])
+    step = play.steps[0]
+    assert step["failed"] is True
+    assert time.monotonic() - started < 30, "several PDBs is an error to report, not to retry until the deadline"
+    assert {entry["outcome"] for entry in step["pods"]} == {"failed"}
+    assert "PDB %s/first" % namespace in step["msg"] and "PDB %s/second" % namespace in step["msg"]
+
+
+def test_max_in_flight_and_max_unavailable_per_owner_are_honoured(cluster, namespace, make_nodes, run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    pinned = {TEST_LABEL: test_id}
+    cluster.apps.create_namespaced_deployment(namespace, deployment("batch", 6, pinned))
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 4, pinned))
+    wait_until(lambda: running_pods(cluster, namespace, "app in (batch,web)", 10), 60, "10 pods")
+    make_nodes(1, prefix="new")
+    cluster.kubectl("cordon", old)
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        play = run_play([
+            {"kubeops.rotation.evict": {"nodes": [old], "pod_selector": "app=batch", "max_in_flight": 2,
+                                        "timeout": 120}},
+            {"kubeops.rotation.evict": {"nodes": [old], "pod_selector": "app=web", "max_unavailable_per_owner": "1",
+                                        "timeout": 120}},
+        ])
+    assert play.rc == 0, play
+    assert play.steps[0]["summary"]["evicted"] == 6 and play.steps[1]["summary"]["evicted"] == 4
+    # Exactly the limit: it was reached, and held.
+    assert watcher.max_terminating["batch"] == 2
+    assert watcher.min_ready["web"] == 3
+
+
+def test_cordon_records_who_and_why_and_uncordon_leaves_other_cordons_alone(cluster, make_nodes, run_play, test_id):
+    ours, theirs = make_nodes(2)
+    cluster.kubectl("cordon", theirs)
+    play = run_play([
+        {"kubeops.rotation.cordon": {"nodes": [ours, theirs], "reason": "rotation " + test_id, "taint": True}},
+        {"kubeops.rotation.cordon": {"nodes": [ours, theirs], "reason": "again"}},
+        {"kubeops.rotation.cordon": {"nodes": [ours, theirs], "state": "uncordoned"}, "check_mode": True},
+    ])
+    assert play.rc == 0, play
+    first, second, preview = play.steps
+    assert first["changed"] is True and first["summary"] == {"nodes": 2, "changed": 1, "unchanged": 1}
+    node = cluster.core.read_node(ours)
+    assert node.spec.unschedulable is True
+    assert node.metadata.annotations["kubeops.io/cordon-reason"] == "rotation " + test_id
+    assert node.metadata.annotations["kubeops.io/cordoned-by"] == "kubeops-admin"
+    assert "kubeops.io/cordoned" in [t.key for t in node.spec.taints]
+    assert "kubeops.io/cordoned-by" not in (cluster.core.read_node(theirs).metadata.annotations or {})
+    assert second["changed"] is False
+    assert preview["changed"] is True and cluster.core.read_node(ours).spec.unschedulable is True
+
+    play = run_play([{"kubeops.rotation.cordon": {"nodes": [ours, theirs], "state": "uncordoned"}}])
+    assert play.rc == 0, play
+    by_name = {entry["name"]: entry for entry in play.steps[0]["nodes"]}
+    assert by_name[ours]["unschedulable"] is False and by_name[ours]["changed"] is True
+    assert by_name[theirs]["unschedulable"] is True and "someone else" in by_name[theirs]["reason"]
+    assert not cluster.core.read_node(ours).spec.unschedulable
+    assert "kubeops.io/cordoned" not in [t.key for t in cluster.core.read_node(ours).spec.taints or []]
+    assert cluster.core.read_node(theirs).spec.unschedulable is True
+
+    forced = run_play([{"kubeops.rotation.cordon": {"nodes": [theirs], "state": "uncordoned", "force": True}}])
+    assert forced.rc == 0, forced
+    assert not cluster.core.read_node(theirs).spec.unschedulable
+
+
+def test_cordon_naming_a_missing_node_changes_nothing(cluster, make_nodes, run_play, test_id):
+    (real,) = make_nodes(1)
+    play = run_play([{"kubeops.rotation.cordon": {"nodes": [real, test_id + "-missing"]}}])
+    assert play.steps[0]["failed"] is True
+    assert play.steps[0]["msg"] == "No node named %s-missing; nothing was changed." % test_id
+    assert not cluster.core.read_node(real).spec.unschedulable
