@@ -494,7 +494,6 @@ def _seconds(value):
     return int(value) if float(value).is_integer() else value
 
 
-
 DRAIN_LEAVES = ("daemonset", "mirror")
 
 
@@ -551,10 +550,10 @@ def drain(client, params, options, check_mode=False):
     if run.timed_out:
         result.update(error=True, msg=timeout_message(run, states, settings.timeout))
     elif failed:
+        wanted = sum(1 for s in states if s.plan.verdict.action in ("evict", "delete"))
+        reasons = "; ".join("%s: %s" % (pod_key(s.pod), s.detail) for s in failed)
         result.update(error=True, msg="%d pod(s) could not be evicted: %s. %d of %d pods evicted; rerunning "
-                      "continues from here." % (len(failed), "; ".join("%s: %s" % (pod_key(s.pod), s.detail)
-                                                                         for s in failed),
-                                                run.evictions, sum(1 for s in states if s.outcome != "skipped")))
+                      "continues from here." % (len(failed), reasons, run.evictions, wanted))
     return result
 
 

@@ -10,7 +10,7 @@ module: evict
 short_description: Evict pods through the Eviction API, honouring PodDisruptionBudgets, with limits and reasons
 version_added: 0.1.0
 description:
-  - Selects pods on nodes (O(nodes), O(node_selector): drains them) and/or by
+  - Selects pods on nodes (O(nodes), O(node_selector), to drain them) and/or by
     namespace and selectors, judges every pod with a chain of filters, each
     with a reason, then evicts through the policy/v1 Eviction API only, so
     the API server itself enforces PodDisruptionBudgets.
@@ -34,7 +34,7 @@ extends_documentation_fragment:
 options:
   nodes:
     description:
-      - Names of nodes to drain: their pods are selected. Every one must exist.
+      - Names of nodes to drain; their pods are selected. Every one must exist.
     type: list
     elements: str
   node_selector:

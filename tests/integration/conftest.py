@@ -167,6 +167,30 @@ class PlayResult:
         return "PlayResult(rc=%s, failures=%r)\n%s\n%s" % (self.rc, failures, self.stdout[-3000:], self.stderr[-2000:])
 
 
+def ansible_environment(collections_path):
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_NOCOLOR="1",
+                ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0",
+                ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_COLLECTIONS_ON_ANSIBLE_VERSION_MISMATCH="ignore")
+
+
+def ansible_playbook_command(*args):
+    return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+            "-e", "ansible_python_interpreter=%s" % sys.executable] + list(args)
+
+
+@pytest.fixture
+def run_playbook(cluster, tmp_path):
+    """Run a playbook of the installed collection by its name, with extra vars; returns the CompletedProcess."""
+
+    def run(name, extra_vars):
+        vars_file = tmp_path / "extra-vars.json"
+        vars_file.write_text(json.dumps(dict({"kubeops_kubeconfig": cluster.kubeconfig}, **extra_vars)))
+        return subprocess.run(ansible_playbook_command(name, "-e", "@%s" % vars_file), capture_output=True,
+                              text=True, env=ansible_environment(INSTALLED_COLLECTIONS), timeout=900, check=False)
+
+    return run
+
+
 @pytest.fixture
 def run_play(cluster, tmp_path):
     """Run tasks through ansible-playbook on localhost; returns the registered result of each task.
@@ -198,11 +222,8 @@ def run_play(cluster, tmp_path):
         }]
         playbook_file = tmp_path / "play.yml"
         playbook_file.write_text(yaml.safe_dump(playbook, sort_keys=False))
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0",
-                   ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_COLLECTIONS_ON_ANSIBLE_VERSION_MISMATCH="ignore")
-        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                   "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook_file)]
+        env = ansible_environment(collections_path)
+        command = ansible_playbook_command(str(playbook_file))
         if check:
             command.append("--check")
         if verbosity:
