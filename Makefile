@@ -12,7 +12,7 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link unit integration sanity lint demo down clean
+.PHONY: test venv cluster-bin collection checkout-link unit integration sanity lint bench demo down clean
 
 test: unit integration sanity lint
 
@@ -48,6 +48,10 @@ sanity: venv
 
 lint: venv collection
 	$(BIN)/ansible-lint --profile production
+
+# Side-by-side benchmarks against the tools the collection replaces (not part of `make test`).
+bench: venv cluster-bin collection
+	$(BIN)/python tests/bench/drain_vs_kubectl.py
 
 demo: venv cluster-bin collection
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)

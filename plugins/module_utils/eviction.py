@@ -330,7 +330,10 @@ class EvictionRun:
                 uid = pod["metadata"].get("uid")
                 if event_type == "DELETED" and uid in in_flight:
                     self._finish(in_flight.pop(uid))
-                    return resource_version
+                    # Back to the loop only when a pod waits for the room this made;
+                    # otherwise keep the same watch open.
+                    if not in_flight or any(state.next_try <= self.clock() for state in queue):
+                        return resource_version
         except WatchExpired:
             pods = self.client.list_all(list_method, **kwargs)
             alive = {pod["metadata"]["uid"] for pod in pods}

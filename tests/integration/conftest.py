@@ -20,7 +20,6 @@ import time
 import uuid
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
@@ -31,11 +30,10 @@ CLUSTER_DIR = os.path.join(REPO, "tests", "cluster")
 sys.path.insert(0, CLUSTER_DIR)
 
 import cluster as local_cluster  # noqa: E402
+from ansible_run import INSTALLED_COLLECTIONS, run_collection_playbook, run_tasks  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 
 TEST_LABEL = "kubeops.io/test"
-INSTALLED_COLLECTIONS = os.path.join(REPO, ".cache", "collections")
-CHECKOUT_COLLECTIONS = os.path.join(REPO, ".cache", "checkout")
 METRICS_FILE = os.path.join(REPO, ".cache", "last-cluster-metrics.json")
 
 
@@ -154,39 +152,13 @@ def _node_ready(cluster, name):
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
-class PlayResult:
-    def __init__(self, completed, steps):
-        self.rc = completed.returncode
-        self.stdout = completed.stdout
-        self.stderr = completed.stderr
-        self.steps = steps
-
-    def __repr__(self):
-        # What pytest prints when an assertion on a play fails: the failures first.
-        failures = [step.get("msg") for step in self.steps if isinstance(step, dict) and step.get("failed")]
-        return "PlayResult(rc=%s, failures=%r)\n%s\n%s" % (self.rc, failures, self.stdout[-3000:], self.stderr[-2000:])
-
-
-def ansible_environment(collections_path):
-    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_NOCOLOR="1",
-                ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0",
-                ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_COLLECTIONS_ON_ANSIBLE_VERSION_MISMATCH="ignore")
-
-
-def ansible_playbook_command(*args):
-    return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-            "-e", "ansible_python_interpreter=%s" % sys.executable] + list(args)
-
-
 @pytest.fixture
 def run_playbook(cluster, tmp_path):
     """Run a playbook of the installed collection by its name, with extra vars; returns the CompletedProcess."""
 
     def run(name, extra_vars):
-        vars_file = tmp_path / "extra-vars.json"
-        vars_file.write_text(json.dumps(dict({"kubeops_kubeconfig": cluster.kubeconfig}, **extra_vars)))
-        return subprocess.run(ansible_playbook_command(name, "-e", "@%s" % vars_file), capture_output=True,
-                              text=True, env=ansible_environment(INSTALLED_COLLECTIONS), timeout=900, check=False)
+        return run_collection_playbook(name, dict({"kubeops_kubeconfig": cluster.kubeconfig}, **extra_vars),
+                                       tmp_path, INSTALLED_COLLECTIONS)
 
     return run
 
@@ -201,35 +173,7 @@ def run_play(cluster, tmp_path):
     """
 
     def run(tasks, check=False, connection=None, collections_path=INSTALLED_COLLECTIONS, verbosity=0):
-        results_file = tmp_path / ("results-%s.json" % uuid.uuid4().hex[:6])
-        registered = []
-        block = []
-        for index, task in enumerate(tasks):
-            name = "step%d" % index
-            registered.append(name)
-            block.append(dict(task, register=name))
-        dump = "{{ {%s} | to_json }}" % ", ".join("'%s': %s | default(None)" % (n, n) for n in registered)
-        playbook = [{
-            "name": "integration test",
-            "hosts": "localhost",
-            "gather_facts": False,
-            "module_defaults": {"group/kubeops.rotation.k8s": connection or {"kubeconfig": cluster.kubeconfig}},
-            "tasks": [{"name": "steps", "block": block, "always": [{
-                "name": "save results",
-                "ansible.builtin.copy": {"content": dump, "dest": str(results_file), "mode": "0600"},
-                "check_mode": False,
-            }]}],
-        }]
-        playbook_file = tmp_path / "play.yml"
-        playbook_file.write_text(yaml.safe_dump(playbook, sort_keys=False))
-        env = ansible_environment(collections_path)
-        command = ansible_playbook_command(str(playbook_file))
-        if check:
-            command.append("--check")
-        if verbosity:
-            command.append("-" + "v" * verbosity)
-        completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
-        steps = json.loads(results_file.read_text()) if results_file.exists() else {}
-        return PlayResult(completed, [steps.get(name) for name in registered])
+        return run_tasks(tasks, tmp_path, connection or {"kubeconfig": cluster.kubeconfig}, collections_path,
+                         check=check, verbosity=verbosity)
 
     return run

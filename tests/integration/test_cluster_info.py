@@ -8,7 +8,8 @@ import os
 
 import yaml
 from kubernetes import client as k8s_client
-from conftest import CHECKOUT_COLLECTIONS, TEST_LABEL
+from ansible_run import CHECKOUT_COLLECTIONS
+from conftest import TEST_LABEL
 
 
 def kubeconfig_dict(cluster):

@@ -26,8 +26,8 @@ def test_playbook_drains_the_node_leaving_only_daemonset_pods(cluster, namespace
     assert {pod.spec.node_name for pod in cluster.pods(namespace, "app=web")} == {new}
 
 
-def test_failed_drain_leaves_the_node_cordoned_or_uncordons_when_asked(cluster, namespace, make_nodes, run_playbook,
-                                                                      test_id):
+def test_failed_drain_leaves_the_node_cordoned_or_uncordons_when_asked(
+        cluster, namespace, make_nodes, run_playbook, test_id):
     (old,) = make_nodes(1, prefix="old")
     cluster.apps.create_namespaced_deployment(namespace, deployment("db", 1, {TEST_LABEL: test_id}))
     cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
