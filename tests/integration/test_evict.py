@@ -200,3 +200,36 @@ def test_cordon_naming_a_missing_node_changes_nothing(cluster, make_nodes, run_p
     assert play.steps[0]["failed"] is True
     assert play.steps[0]["msg"] == "No node named %s-missing; nothing was changed." % test_id
     assert not cluster.core.read_node(real).spec.unschedulable
+
+
+def test_do_not_disrupt_budget_replacements_and_loud_deletion(cluster, namespace, make_nodes, run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    pinned = {TEST_LABEL: test_id}
+    cluster.apps.create_namespaced_deployment(namespace, deployment(
+        "stateful", 1, pinned, annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 3, pinned))
+    wait_until(lambda: running_pods(cluster, namespace, None, 4), 60, "4 pods on the old node")
+    make_nodes(1, prefix="new")
+    cluster.kubectl("cordon", old)
+
+    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "skip_refused": True, "max_evictions": 2,
+                                                 "wait_for_replacements": True, "timeout": 120}}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    by_outcome = {}
+    for entry in step["pods"]:
+        by_outcome.setdefault(entry["outcome"], []).append(entry)
+    assert [e["reason"] for e in by_outcome["refused"]] == ["do-not-disrupt"]
+    assert len(by_outcome["evicted"]) == 2
+    assert [e["detail"] for e in by_outcome["pending"]] == ["max_evictions reached; rerun to continue"]
+    # wait_for_replacements: web is whole again when the module returns, without waiting here.
+    assert running_pods(cluster, namespace, "app=web", 3)
+    assert len(step["remaining"]) == 2
+
+    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "disable_eviction": True,
+                                                 "respect_do_not_disrupt": False, "grace_period": 0,
+                                                 "timeout": 120}}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert any("bypassing their PodDisruptionBudgets" in warning for warning in step["warnings"])
+    assert step["summary"] == {"deleted": 2, "remaining": 0}
