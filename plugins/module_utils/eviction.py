@@ -184,6 +184,7 @@ class EvictionRun:
         self.rng = rng
         self.evictions = 0
         self.workloads = {}
+        self.replicas_this_pass = {}
         self.timed_out = False
         self.elapsed = 0.0
 
@@ -206,6 +207,8 @@ class EvictionRun:
             if now >= deadline:
                 self.timed_out = True
                 break
+            # Replica counts read in this pass; an eviction drops its workload's entry.
+            self.replicas_this_pass = {}
             for state in list(queue):
                 if self._budget_spent():
                     state.outcome, state.detail = "pending", "max_evictions reached; rerun to continue"
@@ -219,12 +222,9 @@ class EvictionRun:
                     in_flight[state.pod["metadata"]["uid"]] = state
             if not queue and not (in_flight and self.settings.wait):
                 break
-            retry_at = min([state.next_try for state in queue] or [now + MAX_BACKOFF])
+            retry_at = min([state.next_try for state in queue if state.next_try > now] or [now + MAX_BACKOFF])
             wait = max(0.2, min(retry_at, deadline) - self.clock())
-            if in_flight and self.settings.wait:
-                resource_version = self._watch_for_gone(in_flight, resource_version, wait, queue)
-            else:
-                self.sleep(wait)
+            resource_version = self._wait(in_flight, queue, resource_version, wait)
         if self.timed_out:
             self._explain_blocked(queue + list(in_flight.values()))
         elif self.settings.wait_for_replacements:
@@ -251,7 +251,9 @@ class EvictionRun:
         if limits.max_unavailable_per_owner is not None and state.plan.verdict.action == "evict":
             workload = self._workload_of(state.pod)
             if workload:
-                desired, ready = self._replicas(workload)
+                if workload not in self.replicas_this_pass:
+                    self.replicas_this_pass[workload] = self._replicas(workload)
+                desired, ready = self.replicas_this_pass[workload]
                 allowed = unavailable_limit(limits.max_unavailable_per_owner, desired)
                 if desired - ready >= allowed:
                     state.detail = "waiting: %s/%s has %d of %d replicas unavailable (max %d)" % (
@@ -294,6 +296,8 @@ class EvictionRun:
                 state.detail = message
             return "done"
         self.evictions += 1
+        if self.settings.limits.max_unavailable_per_owner is not None:
+            self.replicas_this_pass.pop(self._workload_of(state.pod), None)
         verb = "deleted" if deleting else "evicted"
         self._event_on_pod(state.pod, "Evicted" if not deleting else "Deleted", "%s by %s%s" % (
             verb.capitalize(), EVENT_COMPONENT, ": %s" % self.settings.reason if self.settings.reason else ""))
@@ -304,39 +308,54 @@ class EvictionRun:
 
     # -- waiting ----------------------------------------------------------
 
-    def _scope(self, states):
-        """Where to list and watch the pods of ``states``: one node, one namespace, or everything."""
+    def _scope(self, states, by_node=True):
+        """Where to list and watch the pods of ``states``: one node, one namespace, or everything.
+
+        ``by_node=False`` when the replacements matter, which land on other nodes.
+        """
         nodes = {state.node for state in states}
         namespaces = {state.namespace for state in states}
-        if len(nodes) == 1:
+        if by_node and len(nodes) == 1:
             return self.client.core.list_pod_for_all_namespaces, {"field_selector": "spec.nodeName=%s" % nodes.pop()}
         if len(namespaces) == 1:
             return self.client.core.list_namespaced_pod, {"namespace": namespaces.pop()}
         return self.client.core.list_pod_for_all_namespaces, {}
 
     def _resource_version(self, states):
-        if not states or not self.settings.wait:
+        """Where the watches start: the resourceVersion of a list (it is the same for any scope)."""
+        if not states:
             return None
         list_method, kwargs = self._scope(states)
-        self._scope_args = (list_method, kwargs)
         return list_method(limit=1, **kwargs).metadata.resource_version
 
-    def _watch_for_gone(self, in_flight, resource_version, timeout, queue):
-        """Watch until an in-flight pod is gone or ``timeout`` passes; returns the resourceVersion to resume from."""
-        list_method, kwargs = self._scope_args
+    def _wait(self, in_flight, queue, resource_version, timeout):
+        """Wait, by watching pods, until something may let the loop go on; returns the resourceVersion to resume from.
+
+        It returns when an in-flight pod is gone and a pod waits for the room
+        this made, or when any pod changes while a pod waits for its owner to
+        have replicas to spare (a replacement may have become Ready), or at
+        ``timeout``. Only when every queued pod is backing off after a 429 and
+        none is in flight is there nothing to watch, and it sleeps.
+        """
+        now = self.clock()
+        waiting_for_room = [state for state in queue if state.next_try <= now]
+        watching = list(in_flight.values()) + waiting_for_room if self.settings.wait else waiting_for_room
+        if not watching or resource_version is None:
+            self.sleep(timeout)
+            return resource_version
+        list_method, kwargs = self._scope(watching, by_node=not waiting_for_room)
         try:
             for event_type, pod in self.client.watch(list_method, resource_version, timeout, **kwargs):
                 resource_version = pod["metadata"].get("resourceVersion") or resource_version
                 uid = pod["metadata"].get("uid")
                 if event_type == "DELETED" and uid in in_flight:
                     self._finish(in_flight.pop(uid))
-                    # Back to the loop only when a pod waits for the room this made;
-                    # otherwise keep the same watch open.
-                    if not in_flight or any(state.next_try <= self.clock() for state in queue):
+                    if not in_flight or waiting_for_room:
                         return resource_version
+                elif waiting_for_room and event_type != "BOOKMARK":
+                    return resource_version
         except WatchExpired:
-            pods = self.client.list_all(list_method, **kwargs)
-            alive = {pod["metadata"]["uid"] for pod in pods}
+            alive = {pod["metadata"]["uid"] for pod in self.client.list_all(list_method, **kwargs)}
             for uid in [uid for uid in in_flight if uid not in alive]:
                 self._finish(in_flight.pop(uid))
             return list_method(limit=1, **kwargs).metadata.resource_version
