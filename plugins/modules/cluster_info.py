@@ -125,50 +125,21 @@ api_requests:
   sample: 3
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
-    CONNECTION_ARGUMENT_SPEC,
-    CONNECTION_REQUIRED_BY,
-    CONNECTION_REQUIRED_TOGETHER,
-    KUBERNETES_IMPORT_ERROR,
-    ApiException,
-    KubernetesClientError,
-    api_error_message,
-    new_client,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import nodes_report
 
 
 def main():
-    argument_spec = dict(CONNECTION_ARGUMENT_SPEC, node_selector=dict(type="str"))
-    module = AnsibleModule(
-        argument_spec=argument_spec,
-        required_together=CONNECTION_REQUIRED_TOGETHER,
-        required_by=CONNECTION_REQUIRED_BY,
-        supports_check_mode=True,
-    )
-    if KUBERNETES_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    module = kubernetes_module(dict(node_selector=dict(type="str")))
 
-    try:
-        client = new_client(module.params)
-        version = client.version.get_code().git_version
-        user = client.whoami()
+    def look(client):
         nodes = client.list_all(client.core.list_node, label_selector=module.params["node_selector"])
-    except KubernetesClientError as exc:
-        module.fail_json(msg=str(exc))
-    except ApiException as exc:
-        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc))
+        return client.version.get_code().git_version, client.whoami(), nodes
 
+    client, (version, user, nodes) = run_with_client(module, look)
     summaries, counts = nodes_report(nodes)
-    module.exit_json(
-        changed=False,
-        server_version=version,
-        user=user,
-        nodes=summaries,
-        summary=counts,
-        api_requests=client.request_count,
-    )
+    module.exit_json(changed=False, server_version=version, user=user, nodes=summaries, summary=counts,
+                     api_requests=client.request_count)
 
 
 if __name__ == "__main__":

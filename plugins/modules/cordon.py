@@ -129,49 +129,26 @@ api_requests:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
-    CONNECTION_ARGUMENT_SPEC,
-    CONNECTION_REQUIRED_BY,
-    CONNECTION_REQUIRED_TOGETHER,
-    KUBERNETES_IMPORT_ERROR,
-    ApiException,
-    KubernetesClientError,
-    api_error_message,
-    new_client,
-)
 from ansible_collections.kubeops.rotation.plugins.module_utils.cordon import NodesNotFound, apply_cordon
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
 
 
 def main():
-    argument_spec = dict(
-        CONNECTION_ARGUMENT_SPEC,
-        nodes=dict(type="list", elements="str"),
-        node_selector=dict(type="str"),
-        state=dict(type="str", choices=["cordoned", "uncordoned"], default="cordoned"),
-        reason=dict(type="str", default=""),
-        taint=dict(type="bool", default=False),
-        force=dict(type="bool", default=False),
-    )
-    module = AnsibleModule(
-        argument_spec=argument_spec,
+    module = kubernetes_module(
+        dict(
+            nodes=dict(type="list", elements="str"),
+            node_selector=dict(type="str"),
+            state=dict(type="str", choices=["cordoned", "uncordoned"], default="cordoned"),
+            reason=dict(type="str", default=""),
+            taint=dict(type="bool", default=False),
+            force=dict(type="bool", default=False),
+        ),
         required_one_of=[["nodes", "node_selector"]],
-        required_together=CONNECTION_REQUIRED_TOGETHER,
-        required_by=CONNECTION_REQUIRED_BY,
-        supports_check_mode=True,
     )
-    if KUBERNETES_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
     params = module.params
-    try:
-        client = new_client(params)
-        changes = apply_cordon(client, params["nodes"], params["node_selector"], params["state"], params["reason"],
-                               params["taint"], params["force"], check_mode=module.check_mode)
-    except (KubernetesClientError, NodesNotFound) as exc:
-        module.fail_json(msg=str(exc))
-    except ApiException as exc:
-        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc))
-
+    client, changes = run_with_client(module, lambda client: apply_cordon(
+        client, params["nodes"], params["node_selector"], params["state"], params["reason"], params["taint"],
+        params["force"], check_mode=module.check_mode), expected_errors=(NodesNotFound,))
     changed = [change for change in changes if change.changed]
     result = dict(
         changed=bool(changed),

@@ -258,18 +258,8 @@ api_requests:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
-    CONNECTION_ARGUMENT_SPEC,
-    CONNECTION_REQUIRED_BY,
-    CONNECTION_REQUIRED_TOGETHER,
-    KUBERNETES_IMPORT_ERROR,
-    ApiException,
-    KubernetesClientError,
-    api_error_message,
-    new_client,
-)
 from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError, drain
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions
 
 EVICT_ARGUMENT_SPEC = dict(
@@ -299,15 +289,8 @@ EVICT_ARGUMENT_SPEC = dict(
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(CONNECTION_ARGUMENT_SPEC, **EVICT_ARGUMENT_SPEC),
-        required_one_of=[["nodes", "node_selector", "namespaces", "pod_selector"]],
-        required_together=CONNECTION_REQUIRED_TOGETHER,
-        required_by=CONNECTION_REQUIRED_BY,
-        supports_check_mode=True,
-    )
-    if KUBERNETES_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    module = kubernetes_module(EVICT_ARGUMENT_SPEC,
+                               required_one_of=[["nodes", "node_selector", "namespaces", "pod_selector"]])
     params = module.params
     error = validate(params)
     if error:
@@ -318,13 +301,8 @@ def main():
         force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
         respect_do_not_disrupt=params["respect_do_not_disrupt"], evict_system_critical=params["evict_system_critical"],
         namespaces=tuple(params["namespaces"] or ()), exclude_namespaces=tuple(params["exclude_namespaces"]))
-    try:
-        client = new_client(params)
-        report = drain(client, params, options, check_mode=module.check_mode)
-    except (KubernetesClientError, SelectionError) as exc:
-        module.fail_json(msg=str(exc))
-    except ApiException as exc:
-        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc))
+    client, report = run_with_client(module, lambda client: drain(client, params, options, module.check_mode),
+                                     expected_errors=(SelectionError,))
     report["api_requests"] = client.request_count
     if report.pop("error", None):
         module.fail_json(**report)
