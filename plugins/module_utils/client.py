@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 
 from ansible.module_utils.basic import env_fallback
@@ -100,6 +101,7 @@ if k8s_client is not None:
         def __init__(self, configuration, impersonate_user=None, impersonate_groups=None, sleep=time.sleep):
             super().__init__(configuration)
             self.request_count = 0
+            self._count_lock = threading.Lock()
             self._sleep = sleep
             self._impersonation = []
             if impersonate_user:
@@ -121,7 +123,8 @@ if k8s_client is not None:
             attempt = 0
             while True:
                 attempt += 1
-                self.request_count += 1
+                with self._count_lock:  # rollout restarts make requests from several threads
+                    self.request_count += 1
                 try:
                     return super().request(method, url, query_params=query_params, headers=headers, **kwargs)
                 except ApiException as exc:

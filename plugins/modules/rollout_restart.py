@@ -1,0 +1,222 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rollout_restart
+short_description: Restart Deployments, StatefulSets and DaemonSets as kubectl rollout restart does, and wait for them
+version_added: 0.1.0
+description:
+  - Restarts workloads the way C(kubectl rollout restart) does, by setting the
+    C(kubectl.kubernetes.io/restartedAt) annotation of the pod template, so
+    nothing else about them changes and their controllers surge replacements
+    before old pods go. This is how pods that must not be evicted
+    (C(karpenter.sh/do-not-disrupt), single replicas) move off nodes.
+  - Targets are explicit workloads, a label selector, or O(on_nodes), every
+    workload that owns a pod on those nodes, resolved through ReplicaSets.
+  - With O(restart_id), a workload already restarted under that id is not
+    restarted again, so a rerun of a rotation never restarts a workload twice.
+  - Waits, by watching each workload, until its rollout is complete by the
+    rules of C(kubectl rollout status). A paused Deployment, a Deployment past
+    its progress deadline, and a StatefulSet or DaemonSet with the C(OnDelete)
+    strategy are reported, not waited on.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  targets:
+    description:
+      - Workloads to restart.
+    type: list
+    elements: dict
+    suboptions:
+      kind:
+        description: Kind of the workload.
+        type: str
+        required: true
+        choices: [Deployment, StatefulSet, DaemonSet]
+      name:
+        description: Name of the workload.
+        type: str
+        required: true
+      namespace:
+        description: Namespace of the workload.
+        type: str
+        required: true
+  label_selector:
+    description:
+      - Restart the Deployments and StatefulSets (and DaemonSets with
+        O(include_daemonsets)) matching this label selector.
+    type: str
+  namespaces:
+    description:
+      - Limit O(label_selector) and O(on_nodes) to these namespaces.
+    type: list
+    elements: str
+  on_nodes:
+    description:
+      - Restart every workload that owns a pod on these nodes.
+    type: list
+    elements: str
+  include_daemonsets:
+    description:
+      - Include DaemonSets. Restarting them does not move anything off a node.
+    type: bool
+    default: false
+  restart_id:
+    description:
+      - An id for this restart, for example the rotation's id. A workload
+        whose C(kubeops.io/restart-id) annotation already has this value is
+        not restarted again.
+    type: str
+  restarted_after:
+    description:
+      - A time (RFC 3339, for example V(2026-12-03T06:00:00Z)). A workload
+        restarted at or after it is not restarted again.
+    type: str
+  wait:
+    description:
+      - Wait until each rollout is complete.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - Seconds for the whole call. Rollouts not complete by then make it
+        fail with their status and conditions.
+    type: int
+    default: 600
+  max_concurrent:
+    description:
+      - Workloads restarting at the same time, at most.
+    type: int
+    default: 1
+  avoid_nodes:
+    description:
+      - Nodes the new pods must not land on (normally cordoned by then). After
+        each rollout the module reports any pod of the workload found on them.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    description: Lists the workloads that would be restarted, with their pods on the target nodes.
+  diff_mode:
+    support: none
+    description: The only change is the C(restartedAt) annotation; RV(workloads) lists where it would be set.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Move the do-not-disrupt workloads off the nodes of a batch
+  kubeops.rotation.rollout_restart:
+    on_nodes: "{{ batch_nodes }}"
+    avoid_nodes: "{{ batch_nodes }}"
+    restart_id: "{{ rotation_id }}"
+    max_concurrent: 2
+    timeout: 900
+
+- name: Restart one Deployment without waiting
+  kubeops.rotation.rollout_restart:
+    targets:
+      - {kind: Deployment, namespace: shop, name: web}
+    wait: false
+"""
+
+RETURN = r"""
+workloads:
+  description: One entry per workload, sorted by kind, namespace and name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: Deployment, StatefulSet or DaemonSet.
+      type: str
+    namespace:
+      description: Namespace.
+      type: str
+    name:
+      description: Name.
+      type: str
+    action:
+      description: V(restarted), V(already_restarted), or V(planned) in check mode.
+      type: str
+    reason:
+      description: Why, in words.
+      type: str
+    rollout:
+      description: V(done), V(stuck) (reported, not waited on), V(timeout), or V(not waited).
+      type: str
+    rollout_message:
+      description: The rollout's status in kubectl's words, with conditions when it did not finish.
+      type: str
+    seconds:
+      description: Time spent on this workload.
+      type: float
+    pods_on_nodes:
+      description: With O(on_nodes), the pods that made this workload a target (C(namespace/name on node)).
+      type: list
+      elements: str
+    landed_on_avoided_nodes:
+      description: Pods of the workload found on O(avoid_nodes) after its rollout.
+      type: list
+      elements: str
+summary:
+  description: Counts of workloads by action and by rollout state.
+  returned: always
+  type: dict
+  sample: {workloads: 3, restarted: 2, already_restarted: 1, done: 3}
+elapsed_seconds:
+  description: Wall time of the call.
+  returned: always
+  type: float
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.rollout import restart_workloads
+
+
+def main():
+    module = kubernetes_module(
+        dict(
+            targets=dict(type="list", elements="dict", options=dict(
+                kind=dict(type="str", required=True, choices=["Deployment", "StatefulSet", "DaemonSet"]),
+                name=dict(type="str", required=True),
+                namespace=dict(type="str", required=True),
+            )),
+            label_selector=dict(type="str"),
+            namespaces=dict(type="list", elements="str"),
+            on_nodes=dict(type="list", elements="str"),
+            include_daemonsets=dict(type="bool", default=False),
+            restart_id=dict(type="str"),
+            restarted_after=dict(type="str"),
+            wait=dict(type="bool", default=True),
+            timeout=dict(type="int", default=600),
+            max_concurrent=dict(type="int", default=1),
+            avoid_nodes=dict(type="list", elements="str", default=[]),
+        ),
+        required_one_of=[["targets", "label_selector", "on_nodes"]],
+    )
+    params = module.params
+    if params["timeout"] < 1 or params["max_concurrent"] < 1:
+        module.fail_json(msg="timeout and max_concurrent must be 1 or more.")
+    client, (result, failure, warnings) = run_with_client(
+        module, lambda client: restart_workloads(client, params, module.check_mode))
+    result["api_requests"] = client.request_count
+    for warning in warnings:
+        module.warn(warning)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
