@@ -213,6 +213,7 @@ class Client:
         self.policy = k8s_client.PolicyV1Api(api_client)
         self.version = k8s_client.VersionApi(api_client)
         self.authentication = k8s_client.AuthenticationV1Api(api_client)
+        self.scheduling = k8s_client.SchedulingV1Api(api_client)
 
     @property
     def request_count(self):

@@ -1,0 +1,258 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: warm_nodes
+short_description: Make the autoscaler bring up nodes before anything moves, with placeholder pods
+version_added: 0.1.0
+description:
+  - O(state=present) creates (or scales) a Deployment of placeholder pods:
+    pause containers with required pod anti-affinity on
+    C(kubernetes.io/hostname), so that each one needs a node of its own, the
+    target pool's O(node_selector), O(node_affinity) and O(tolerations), and
+    O(requests) per placeholder. An autoscaler (Karpenter,
+    cluster-autoscaler, a managed node group) sees them pending and adds
+    nodes.
+  - The placeholders run under a PriorityClass with a negative value
+    (created when missing), so real pods preempt them, the
+    cluster-autoscaler overprovisioning pattern. They carry
+    C(karpenter.sh/do-not-disrupt=true) and
+    C(cluster-autoscaler.kubernetes.io/safe-to-evict=false) so that
+    consolidation does not remove the nearly empty warm nodes.
+  - Waits, by watching the placeholders, until O(count) of them run on
+    Ready, schedulable nodes that are not in O(exclude_nodes), and returns
+    those nodes. A second run with the same spec changes nothing and returns
+    the same nodes.
+  - O(state=absent) removes the placeholders, and the PriorityClass when the
+    collection created it and no other placeholder set uses it.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  name:
+    description: Name of the placeholder set (its Deployment).
+    type: str
+    default: warm-nodes
+  namespace:
+    description: Namespace of the placeholders, created when missing.
+    type: str
+    default: kubeops-warm
+  state:
+    description: V(present) to warm nodes, V(absent) to remove the placeholders.
+    type: str
+    choices: [present, absent]
+    default: present
+  count:
+    description: Number of warm nodes wanted.
+    type: int
+  capacity_for_nodes:
+    description:
+      - Instead of O(count), the nodes whose pods the warm nodes must hold.
+        The count is the sum of the requests of their pods (without DaemonSet,
+        mirror and finished pods, and without pods whose node selector the
+        pool does not satisfy) divided by the allocatable of a pool node, less
+        the DaemonSet pods' requests per node; the tightest of cpu, memory
+        and pods decides. RV(computed) shows the arithmetic.
+    type: list
+    elements: str
+  template_capacity:
+    description:
+      - Allocatable of one pool node, for O(capacity_for_nodes), for example
+        C({cpu: "4", memory: 16Gi, pods: "110"}).
+    type: dict
+  template_node:
+    description:
+      - An existing node whose allocatable stands for a pool node, for O(capacity_for_nodes).
+      - Without it or O(template_capacity), the first node matching O(node_selector) is used.
+    type: str
+  node_selector:
+    description: Node selector of the target pool, for example C({karpenter.sh/nodepool: general-v2}).
+    type: dict
+    default: {}
+  node_affinity:
+    description: Node affinity of the target pool (a Kubernetes C(nodeAffinity) object).
+    type: dict
+  tolerations:
+    description: Tolerations for the target pool's taints.
+    type: list
+    elements: dict
+    default: []
+  requests:
+    description:
+      - Requests of each placeholder. Raise them to reserve real capacity on
+        each warm node, not only a slot.
+    type: dict
+    default: {cpu: 10m, memory: 16Mi}
+  exclude_nodes:
+    description:
+      - Nodes that do not count as warm and that placeholders must not use,
+        normally the nodes being replaced.
+    type: list
+    elements: str
+    default: []
+  priority_class:
+    description: Name of the PriorityClass of the placeholders.
+    type: str
+    default: kubeops-warm-placeholder
+  priority:
+    description: Value of that PriorityClass when the module creates it. Negative, so any real pod preempts them.
+    type: int
+    default: -10
+  image:
+    description: Image of the placeholder container.
+    type: str
+    default: registry.k8s.io/pause:3.10
+  wait:
+    description: Wait until the warm nodes are there.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait; at the deadline the module fails with the pending placeholders and their events.
+    type: int
+    default: 600
+attributes:
+  check_mode:
+    support: full
+    description: Computes the count and reports what would be created or scaled; changes nothing.
+  diff_mode:
+    support: full
+    description: The number of placeholders before and after.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Bring up three nodes of the new pool before the rotation moves anything
+  kubeops.rotation.warm_nodes:
+    count: 3
+    node_selector: {karpenter.sh/nodepool: general-v2}
+    exclude_nodes: "{{ old_nodes }}"
+    timeout: 900
+  register: warm
+
+- name: As many warm nodes as the pods of the batch need
+  kubeops.rotation.warm_nodes:
+    capacity_for_nodes: "{{ batch_nodes }}"
+    node_selector: {eks.amazonaws.com/nodegroup: workers-v2}
+    template_capacity: {cpu: "3920m", memory: 15Gi, pods: "58"}
+
+- name: Release the warm nodes' placeholders
+  kubeops.rotation.warm_nodes:
+    state: absent
+"""
+
+RETURN = r"""
+nodes:
+  description: The warm nodes, sorted; each runs a Ready placeholder and is Ready and schedulable.
+  returned: always
+  type: list
+  elements: str
+count:
+  description: Number of placeholders, given or computed.
+  returned: when state is present
+  type: int
+computed:
+  description: With O(capacity_for_nodes), how the count was computed.
+  returned: when capacity_for_nodes is given
+  type: dict
+  contains:
+    pods:
+      description: Pods counted.
+      type: int
+    requests:
+      description: Their summed requests (cores, bytes, pods).
+      type: dict
+    node_allocatable:
+      description: Allocatable of one pool node.
+      type: dict
+    daemonset_requests_per_node:
+      description: Requests of DaemonSet pods per node, taken off each pool node.
+      type: dict
+    nodes_by_resource:
+      description: Nodes needed by each resource alone.
+      type: dict
+    not_for_pool:
+      description: Pods left out because the pool does not satisfy their node selector.
+      type: list
+      elements: str
+    template:
+      description: Where the pool node's allocatable came from.
+      type: str
+    summary:
+      description: The computation in one sentence.
+      type: str
+action:
+  description: What happened to the placeholder Deployment, V(created), V(scaled), V(updated) or V(unchanged).
+  returned: when state is present
+  type: str
+created:
+  description: Namespace and PriorityClass created for the placeholders.
+  returned: when state is present
+  type: list
+  elements: str
+removed:
+  description: What O(state=absent) removed.
+  returned: when state is absent
+  type: list
+  elements: str
+elapsed_seconds:
+  description: Wall time of the call.
+  returned: always
+  type: float
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.warm import ensure_warm_nodes
+
+
+def main():
+    module = kubernetes_module(
+        dict(
+            name=dict(type="str", default="warm-nodes"),
+            namespace=dict(type="str", default="kubeops-warm"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            count=dict(type="int"),
+            capacity_for_nodes=dict(type="list", elements="str"),
+            template_capacity=dict(type="dict"),
+            template_node=dict(type="str"),
+            node_selector=dict(type="dict", default={}),
+            node_affinity=dict(type="dict"),
+            tolerations=dict(type="list", elements="dict", default=[]),
+            requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
+            exclude_nodes=dict(type="list", elements="str", default=[]),
+            priority_class=dict(type="str", default="kubeops-warm-placeholder"),
+            priority=dict(type="int", default=-10),
+            image=dict(type="str", default="registry.k8s.io/pause:3.10"),
+            wait=dict(type="bool", default=True),
+            timeout=dict(type="int", default=600),
+        ),
+        mutually_exclusive=[["count", "capacity_for_nodes"], ["template_capacity", "template_node"]],
+        required_if=[["state", "present", ["count", "capacity_for_nodes"], True]],
+    )
+    params = module.params
+    if params["count"] is not None and params["count"] < 0:
+        module.fail_json(msg="count must be 0 or more, got %s." % params["count"])
+    if params["priority"] >= 0:
+        module.fail_json(msg="priority must be negative so that real pods preempt the placeholders, got %s."
+                         % params["priority"])
+    client, (result, failure) = run_with_client(
+        module, lambda client: ensure_warm_nodes(client, params, module.check_mode),
+        expected_errors=(SelectionError, ValueError))
+    result["api_requests"] = client.request_count
+    if not module._diff:
+        result.pop("diff", None)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
