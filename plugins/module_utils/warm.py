@@ -238,17 +238,18 @@ class WarmNodes:
         return self.client.list_all(self.client.core.list_namespaced_pod, namespace=self.namespace,
                                     label_selector=self.selector)
 
-    def warm(self, exclude_nodes):
+    def warm(self, exclude_nodes, node_selector=None):
+        """(warm node names, placeholders): two list requests, however many nodes."""
         placeholders = self.placeholders()
-        node_names = {(pod.get("spec") or {}).get("nodeName") for pod in placeholders} - {None}
-        nodes, _missing = self.client.read_nodes(sorted(node_names))
+        selector = ",".join("%s=%s" % item for item in sorted((node_selector or {}).items())) or None
+        nodes = self.client.list_all(self.client.core.list_node, label_selector=selector)
         return warm_nodes_of(placeholders, {node["metadata"]["name"]: node for node in nodes}, exclude_nodes), \
             placeholders
 
-    def wait(self, count, exclude_nodes, timeout):
+    def wait(self, count, exclude_nodes, node_selector, timeout):
         """Watch the placeholders until ``count`` run on Ready, schedulable nodes; returns (nodes, error or None)."""
         deadline = self.clock() + timeout
-        warm, placeholders = self.warm(exclude_nodes)
+        warm, placeholders = self.warm(exclude_nodes, node_selector)
         resource_version = self.client.core.list_namespaced_pod(
             self.namespace, label_selector=self.selector, limit=1).metadata.resource_version
         while len(warm) < count:
@@ -265,7 +266,7 @@ class WarmNodes:
             except WatchExpired:
                 resource_version = None
             # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
-            warm, placeholders = self.warm(exclude_nodes)
+            warm, placeholders = self.warm(exclude_nodes, node_selector)
         return warm, None
 
     def timeout_message(self, count, warm, placeholders, timeout):
@@ -314,7 +315,6 @@ class WarmNodes:
             raise
 
 
-
 def template_allocatable(client, params):
     """The allocatable of one node of the pool: template_capacity, template_node, or a node matching node_selector."""
     if params.get("template_capacity"):
@@ -360,8 +360,10 @@ def ensure_warm_nodes(client, params, check_mode=False):
                   diff={"before": {"replicas": before}, "after": {"replicas": after}})
     failure = None
     if check_mode or not params.get("wait", True) or count == 0:
-        nodes = runner.warm(params.get("exclude_nodes"))[0] if action != "created" else []
+        nodes = runner.warm(params.get("exclude_nodes"), params.get("node_selector"))[0] \
+            if action != "created" else []
     else:
-        nodes, failure = runner.wait(count, params.get("exclude_nodes"), params["timeout"])
+        nodes, failure = runner.wait(count, params.get("exclude_nodes"), params.get("node_selector"),
+                                     params["timeout"])
     result.update(nodes=nodes, elapsed_seconds=round(time.monotonic() - started, 2))
     return result, failure

@@ -10,7 +10,7 @@ module: warm_nodes
 short_description: Make the autoscaler bring up nodes before anything moves, with placeholder pods
 version_added: 0.1.0
 description:
-  - O(state=present) creates (or scales) a Deployment of placeholder pods:
+  - O(state=present) creates (or scales) a Deployment of placeholder pods,
     pause containers with required pod anti-affinity on
     C(kubernetes.io/hostname), so that each one needs a node of its own, the
     target pool's O(node_selector), O(node_affinity) and O(tolerations), and
@@ -60,7 +60,8 @@ options:
     elements: str
   template_capacity:
     description:
-      - Allocatable of one pool node, for O(capacity_for_nodes), for example
+      - >-
+        Allocatable of one pool node, for O(capacity_for_nodes), for example
         C({cpu: "4", memory: 16Gi, pods: "110"}).
     type: dict
   template_node:
@@ -69,7 +70,8 @@ options:
       - Without it or O(template_capacity), the first node matching O(node_selector) is used.
     type: str
   node_selector:
-    description: Node selector of the target pool, for example C({karpenter.sh/nodepool: general-v2}).
+    description: >-
+      Node selector of the target pool, for example C({karpenter.sh/nodepool: general-v2}).
     type: dict
     default: {}
   node_affinity:

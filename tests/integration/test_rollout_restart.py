@@ -35,14 +35,14 @@ def test_restart_under_a_pdb_never_drops_below_its_minimum_and_restart_id_restar
     assert uids(cluster, namespace, "app=web") == after
 
 
-def test_on_nodes_finds_the_owners_of_their_pods_across_replicasets(cluster, namespace, make_nodes, run_play,
-                                                                     test_id):
+def test_on_nodes_finds_the_owners_of_their_pods_across_replicasets(
+        cluster, namespace, make_nodes, run_play, test_id):
     (target,) = make_nodes(1, labels={"side": "target"}, prefix="target")
     (other,) = make_nodes(1, labels={"side": "other"}, prefix="other")
     target_only = {TEST_LABEL: test_id, "side": "target"}
     cluster.apps.create_namespaced_deployment(namespace, deployment("web", 2, target_only))
-    cluster.apps.create_namespaced_deployment(namespace, deployment("elsewhere", 1, {TEST_LABEL: test_id,
-                                                                                    "side": "other"}))
+    elsewhere = {TEST_LABEL: test_id, "side": "other"}
+    cluster.apps.create_namespaced_deployment(namespace, deployment("elsewhere", 1, elsewhere))
     cluster.apps.create_namespaced_stateful_set(namespace, stateful_set("db", 1, target_only))
     cluster.apps.create_namespaced_daemon_set(namespace, daemon_set("agent", {TEST_LABEL: test_id}))
     wait_until(lambda: running_pods(cluster, namespace, None, 6), 60, "6 pods")

@@ -62,9 +62,8 @@ def test_capacity_for_nodes_counts_the_requests_of_the_pods_on_them(cluster, nam
     spec = {"nodeName": old, "terminationGracePeriodSeconds": 0,
             "containers": [{"name": "app", "image": PAUSE, "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
     labels = {"app": "web"}
-    cluster.apps.create_namespaced_deployment(namespace, {
-        "metadata": {"name": "web"}, "spec": {"replicas": 6, "selector": {"matchLabels": labels},
-                                               "template": {"metadata": {"labels": labels}, "spec": spec}}})
+    cluster.apps.create_namespaced_deployment(namespace, {"metadata": {"name": "web"}, "spec": {
+        "replicas": 6, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": spec}}})
     ssd = {"app": "ssd"}
     cluster.apps.create_namespaced_deployment(namespace, {
         "metadata": {"name": "ssd"}, "spec": {"replicas": 1, "selector": {"matchLabels": ssd}, "template": {
@@ -104,3 +103,17 @@ def test_real_pods_preempt_the_placeholders(cluster, namespace, provisioner, run
     assert cluster.core.read_namespaced_pod("real", namespace).spec.node_name == warm_node
     assert placeholder.metadata.uid not in {pod.metadata.uid for pod in cluster.pods(namespace)}
     run_play([warm(namespace, test_id, state="absent")])
+
+
+def test_role_warms_and_releases(cluster, namespace, provisioner, run_play, test_id):
+    role_vars = {"warm_nodes_name": "by-role", "warm_nodes_namespace": namespace, "warm_nodes_count": 2,
+                 "warm_nodes_node_selector": POOL, "warm_nodes_priority_class": test_id, "warm_nodes_timeout": 90}
+    play = run_play([
+        {"ansible.builtin.include_role": {"name": "kubeops.rotation.warm_nodes"}, "vars": role_vars},
+        {"ansible.builtin.set_fact": {"warmed": "{{ warm_nodes_result.nodes }}"}},
+        {"ansible.builtin.include_role": {"name": "kubeops.rotation.warm_nodes"},
+         "vars": dict(role_vars, warm_nodes_state="absent")},
+    ])
+    assert play.rc == 0, play
+    assert len(play.steps[1]["ansible_facts"]["warmed"]) == 2
+    assert not cluster.apps.list_namespaced_deployment(namespace).items
