@@ -1,0 +1,239 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rotation_plan
+short_description: Plan a node rotation, which nodes, in which batches, how every pod moves, and whether it fits
+version_added: 0.1.0
+description:
+  - Picks the nodes to rotate, O(nodes) by name or O(node_selector) plus
+    drift rules (kubelet version, a label value, age, an annotation or a
+    taint), leaving out nodes this O(rotation_id) already rotated.
+  - Groups them into batches of at most O(batch_size) nodes, one zone
+    (C(topology.kubernetes.io/zone)) at a time.
+  - For every pod on those nodes it says how it will move. Rollout restart
+    for C(karpenter.sh/do-not-disrupt) pods, single-replica workloads and
+    pods whose PDB allows no disruption now, guarded eviction for the others;
+    DaemonSet, mirror and finished pods stay. Pods that cannot move safely
+    (bare pods without O(force), emptyDir without O(delete_emptydir_data),
+    do-not-disrupt pods without a workload to restart) are listed as
+    blocked, with the reason.
+  - Counts the warm nodes each batch needs from its pods' requests against a
+    pool node (O(template_capacity), O(template_node), or a node matching
+    O(pool_node_selector)), and checks that the pods of each batch fit, by
+    requests, node selectors and required node affinity, taints and
+    tolerations, hostname anti-affinity and the zone of their volumes, on the
+    nodes that stay plus the warm nodes. A plan that does not fit says so
+    before anything is touched.
+  - An information module, it never changes anything.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  nodes:
+    description: Nodes to rotate, by name. Every one must exist.
+    type: list
+    elements: str
+  node_selector:
+    description: Label selector of the candidate nodes; with drift rules, only those that drifted rotate.
+    type: str
+  target_kubelet_version:
+    description: Rotate candidates whose kubelet is older than this version, for example V(v1.35.0).
+    type: str
+  wanted_labels:
+    description: Rotate candidates where one of these labels has another value (an AMI id, a node-group version).
+    type: dict
+    default: {}
+  max_node_age:
+    description: Rotate candidates older than this, for example V(30d) or V(12h).
+    type: str
+  with_annotations:
+    description: Rotate candidates that carry one of these annotations.
+    type: list
+    elements: str
+    default: []
+  with_taints:
+    description: Rotate candidates that carry a taint with one of these keys.
+    type: list
+    elements: str
+    default: []
+  rotation_id:
+    description: Id of the rotation; nodes it already drained or retired are left out.
+    type: str
+  batch_size:
+    description: Nodes per batch, a count (V(2)) or a percent of the nodes to rotate (V(25%), rounded down, at least 1).
+    type: str
+    default: "1"
+  most_disruptive:
+    description: Within a zone, whether the nodes with the most pods to move go V(first) or V(last).
+    type: str
+    choices: [first, last]
+    default: last
+  pool_node_selector:
+    description: Labels of the nodes the pods move to (the new pool); the warm nodes get them.
+    type: dict
+    default: {}
+  template_capacity:
+    description: Allocatable of one node of the new pool (cpu, memory, pods). Without it, O(template_node) or a node matching O(pool_node_selector); without any, no warm nodes are planned.
+    type: dict
+  template_node:
+    description: An existing node whose allocatable stands for a node of the new pool.
+    type: str
+  force:
+    description: Plan bare pods for eviction instead of listing them as blocked.
+    type: bool
+    default: false
+  delete_emptydir_data:
+    description: Plan pods with emptyDir volumes for eviction instead of listing them as blocked.
+    type: bool
+    default: false
+  evict_system_critical:
+    description: Plan system-critical pods for eviction instead of listing them as blocked.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: The module never changes anything.
+  diff_mode:
+    support: none
+    description: The module never changes anything.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Plan replacing every node of the general pool that runs an old kubelet, two at a time
+  kubeops.rotation.rotation_plan:
+    node_selector: karpenter.sh/nodepool=general
+    target_kubelet_version: v1.35.0
+    rotation_id: "{{ rotation_id }}"
+    batch_size: "2"
+    pool_node_selector: {karpenter.sh/nodepool: general-v2}
+    template_capacity: {cpu: "3920m", memory: 15Gi, pods: "58"}
+  register: plan
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "{{ plan.summary }}"
+
+- name: Stop before touching anything when it does not fit
+  ansible.builtin.assert:
+    that: [plan.fits, plan.safe]
+    fail_msg: "{{ plan.summary }}"
+"""
+
+RETURN = r"""
+nodes:
+  description: The nodes to rotate, with their zone and why they rotate.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: node-1, zone: zone-a, reasons: ["kubelet v1.34.2 is older than v1.35.0"]}]
+left_out:
+  description: Candidate nodes that do not rotate, with the reason (no drift, already rotated).
+  returned: always
+  type: list
+  elements: dict
+batches:
+  description: The batches in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: 1-based position.
+      type: int
+    zone:
+      description: Zone of the batch's nodes.
+      type: str
+    nodes:
+      description: Node names.
+      type: list
+      elements: str
+    restart:
+      description: Workloads to move by rollout restart, with the reason and their pods on the batch.
+      type: list
+      elements: dict
+    evict:
+      description: Pods to move by guarded eviction (C(namespace/name)).
+      type: list
+      elements: str
+    blocked:
+      description: Pods that cannot move safely, with the reason.
+      type: list
+      elements: dict
+    stays:
+      description: DaemonSet, mirror and finished pods, which do not move.
+      type: list
+      elements: str
+    warm_nodes:
+      description: Warm nodes the batch needs.
+      type: int
+    warm_computed:
+      description: How the warm node count was computed, when a pool node size was known.
+      type: str
+    fits:
+      description: Whether the batch's moving pods fit on the nodes that stay plus the warm nodes.
+      type: bool
+    unplaced:
+      description: Pods that would not fit, with the reason.
+      type: list
+      elements: dict
+fits:
+  description: Whether every batch fits.
+  returned: always
+  type: bool
+safe:
+  description: Whether no pod is blocked.
+  returned: always
+  type: bool
+summary:
+  description: The plan in a few lines, for people.
+  returned: always
+  type: list
+  elements: str
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.rotation import plan_from_cluster
+
+
+def main():
+    module = kubernetes_module(
+        dict(
+            nodes=dict(type="list", elements="str"),
+            node_selector=dict(type="str"),
+            target_kubelet_version=dict(type="str"),
+            wanted_labels=dict(type="dict", default={}),
+            max_node_age=dict(type="str"),
+            with_annotations=dict(type="list", elements="str", default=[]),
+            with_taints=dict(type="list", elements="str", default=[]),
+            rotation_id=dict(type="str"),
+            batch_size=dict(type="str", default="1"),
+            most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
+            pool_node_selector=dict(type="dict", default={}),
+            template_capacity=dict(type="dict"),
+            template_node=dict(type="str"),
+            force=dict(type="bool", default=False),
+            delete_emptydir_data=dict(type="bool", default=False),
+            evict_system_critical=dict(type="bool", default=False),
+        ),
+        required_one_of=[["nodes", "node_selector"]],
+        mutually_exclusive=[["template_capacity", "template_node"]],
+    )
+    client, plan = run_with_client(module, lambda client: plan_from_cluster(client, module.params),
+                                   expected_errors=(SelectionError, ValueError))
+    module.exit_json(changed=False, api_requests=client.request_count, **plan)
+
+
+if __name__ == "__main__":
+    main()
