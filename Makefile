@@ -57,8 +57,8 @@ bench: venv cluster-bin collection
 
 demo: venv cluster-bin collection
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
-	python3 tests/cluster/cluster.py up --dir $(DEMO_DIR) --provisioner tests/cluster/pools.yaml --nodes 3 --python $(BIN)/python
-	$(BIN)/ansible-playbook playbooks/demo.yml -e kubeops_demo_kubeconfig=$(DEMO_DIR)/kubeconfig
+	python3 tests/cluster/cluster.py up --dir $(DEMO_DIR) --provisioner tests/cluster/pools.yaml --python $(BIN)/python
+	$(BIN)/python tests/cluster/demo.py --kubeconfig $(DEMO_DIR)/kubeconfig
 	@echo "The demo cluster keeps running: export KUBECONFIG=$(DEMO_DIR)/kubeconfig; 'make down' stops it."
 
 down:

@@ -331,8 +331,8 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         restarts = {}
         for pod, workload, method, reason in batch_moves:
             if method == "restart":
-                entry = restarts.setdefault(workload, {"kind": workload[0], "namespace": workload[1],
-                                                       "name": workload[2], "reason": reason, "pods": []})
+                target = {"kind": workload[0], "namespace": workload[1], "name": workload[2]}
+                entry = restarts.setdefault(workload, dict(target, target=target, reason=reason, pods=[]))
                 entry["pods"].append(pod_key(pod))
         batch.update(
             index=index,

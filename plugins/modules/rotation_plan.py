@@ -155,7 +155,9 @@ batches:
       type: list
       elements: str
     restart:
-      description: Workloads to move by rollout restart, with the reason and their pods on the batch.
+      description: >-
+        Workloads to move by rollout restart (C(kind), C(namespace), C(name), and C(target), the same three
+        as one dict for O(kubeops.rotation.rollout_restart#module:targets)), with the reason and their pods on the batch.
       type: list
       elements: dict
     evict:

@@ -1,0 +1,101 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rotation_state
+short_description: Record how far a rotation got on each node, and retire nodes
+version_added: 0.1.0
+description:
+  - Sets the annotations C(kubeops.io/rotation-id), C(kubeops.io/rotation-phase)
+    and C(kubeops.io/rotation-phase-at) on nodes. M(kubeops.rotation.rotation_plan)
+    leaves out nodes whose phase is V(drained) or V(retired) for the same id,
+    which is what makes a rerun of a rotation continue where it stopped.
+  - A node already at the phase, or further on, is left unchanged; a rerun
+    never moves a node back.
+  - O(delete=true) deletes the Node objects after recording the phase, so
+    that Karpenter or the cloud provider removes the instances. A node that
+    is gone already is reported as V(gone).
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  nodes:
+    description: Node names.
+    type: list
+    elements: str
+    required: true
+  rotation_id:
+    description: Id of the rotation.
+    type: str
+    required: true
+  phase:
+    description: The phase the nodes reached.
+    type: str
+    required: true
+    choices: [cordoned, drained, retired]
+  delete:
+    description: Delete the Node objects too.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would be recorded or deleted; changes nothing.
+  diff_mode:
+    support: none
+    description: RV(nodes) says what changes on each node.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Mark a batch drained
+  kubeops.rotation.rotation_state:
+    nodes: "{{ batch_nodes }}"
+    rotation_id: "{{ rotation_id }}"
+    phase: drained
+
+- name: Retire them, letting Karpenter terminate the instances
+  kubeops.rotation.rotation_state:
+    nodes: "{{ batch_nodes }}"
+    rotation_id: "{{ rotation_id }}"
+    phase: retired
+    delete: true
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per node, sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: node-1, changed: true, action: recorded drained}]
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.state import PHASES, record_phase
+
+
+def main():
+    module = kubernetes_module(dict(
+        nodes=dict(type="list", elements="str", required=True),
+        rotation_id=dict(type="str", required=True),
+        phase=dict(type="str", required=True, choices=list(PHASES)),
+        delete=dict(type="bool", default=False),
+    ))
+    params = module.params
+    client, results = run_with_client(module, lambda client: record_phase(
+        client, params["nodes"], params["rotation_id"], params["phase"], params["delete"], module.check_mode))
+    module.exit_json(changed=any(entry["changed"] for entry in results), nodes=results,
+                     api_requests=client.request_count)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The demo of `make demo`: a small realistic cluster rotated by playbooks/rotate_nodes.yml.
+
+An old pool of 4 nodes across 2 zones (label node-version=v1); in namespace
+"shop": a web Deployment of 4 under a PDB (minAvailable 3), a StatefulSet of 2
+whose pods carry karpenter.sh/do-not-disrupt, a single-replica Deployment
+under a minAvailable 1 PDB (what blocks a naive drain forever), a DaemonSet
+and a Job. The test provisioner plays Karpenter for the new pool
+(kubeops.io/pool=warm). A watcher records Ready pods and PDB status all the
+way through; at the end every pod must run on the new pool, no PDB may have
+been violated and the single replica must never have had zero Ready pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+import cluster as local_cluster  # noqa: E402
+from ansible_run import run_collection_playbook  # noqa: E402
+from fakenodes import fake_node  # noqa: E402
+from kube import DisruptionWatcher, daemon_set, deployment, pdb, stateful_set  # noqa: E402
+from kubernetes import client as k8s_client  # noqa: E402
+from kubernetes import config as k8s_config  # noqa: E402
+
+NAMESPACE = "shop"
+OLD_NODES = {"old-a-1": "zone-a", "old-a-2": "zone-a", "old-b-1": "zone-b", "old-b-2": "zone-b"}
+MIN_READY = {"web": 3, "checkout": 1}
+ROTATION = {
+    "rotate_nodes_id": "demo-1",
+    "rotate_nodes_node_selector": "kubeops.io/pool=old",
+    "rotate_nodes_wanted_labels": {"node-version": "v2"},
+    "rotate_nodes_batch_size": "2",
+    "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
+    "rotate_nodes_template_capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+}
+
+
+class Demo:
+    def __init__(self, kubeconfig):
+        self.kubeconfig = kubeconfig
+        self.api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
+        self.core = k8s_client.CoreV1Api(self.api_client)
+        self.apps = k8s_client.AppsV1Api(self.api_client)
+        self.batch = k8s_client.BatchV1Api(self.api_client)
+        self.policy = k8s_client.PolicyV1Api(self.api_client)
+
+    def pods(self, namespace, selector=None):
+        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
+
+    def setup(self):
+        for name, zone in OLD_NODES.items():
+            self.core.create_node(fake_node(name, {"kubeops.io/pool": "old", "node-version": "v1",
+                                                   "topology.kubernetes.io/zone": zone}))
+        self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        self._wait(lambda: any(sa.metadata.name == "default"
+                               for sa in self.core.list_namespaced_service_account(NAMESPACE).items), "namespace")
+        self.apps.create_namespaced_deployment(NAMESPACE, deployment("web", 4, {}))
+        self.policy.create_namespaced_pod_disruption_budget(NAMESPACE, pdb("web", {"app": "web"}, min_available=3))
+        db = stateful_set("db", 2, {})
+        db["spec"]["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = "true"
+        self.apps.create_namespaced_stateful_set(NAMESPACE, db)
+        self.apps.create_namespaced_deployment(NAMESPACE, deployment("checkout", 1, {}))
+        self.policy.create_namespaced_pod_disruption_budget(NAMESPACE, pdb("checkout", {"app": "checkout"},
+                                                                           min_available=1))
+        self.apps.create_namespaced_daemon_set(NAMESPACE, daemon_set("agent", {}))
+        self.batch.create_namespaced_job(NAMESPACE, {"metadata": {"name": "report"}, "spec": {"template": {
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox"}]}}}})
+        self._wait(lambda: self._ready_count() >= 4 + 2 + 1 + 4, "the workloads to be Ready")
+
+    def _ready_count(self):
+        return sum(1 for pod in self.pods(NAMESPACE) if pod.status.phase == "Running" and any(
+            c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
+
+    def _wait(self, predicate, what, timeout=120):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise RuntimeError("timed out waiting for %s" % what)
+            time.sleep(0.5)
+
+    def rotate(self, work_dir, extra=None):
+        """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""
+        started = time.monotonic()
+        with DisruptionWatcher(self, NAMESPACE) as watcher:
+            completed = run_collection_playbook(
+                "kubeops.rotation.rotate_nodes",
+                dict(ROTATION, kubeops_kubeconfig=self.kubeconfig,
+                     rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json"), **(extra or {})),
+                work_dir)
+        return completed, watcher, time.monotonic() - started
+
+    def verify(self, watcher):
+        """Problems found, as sentences; empty when the rotation did what it promises."""
+        problems = []
+        for app, minimum in MIN_READY.items():
+            if watcher.min_ready.get(app, 0) < minimum:
+                problems.append("%s had %d Ready pods at one point, below its PDB minimum %d" % (
+                    app, watcher.min_ready.get(app, 0), minimum))
+        new_nodes = {node.metadata.name for node in self.core.list_node(label_selector="kubeops.io/pool=warm").items}
+        for pod in self.pods(NAMESPACE):
+            owner = (pod.metadata.owner_references or [None])[0]
+            if owner and owner.kind in ("Job", "DaemonSet"):  # a DaemonSet pod follows its node; a Job finished
+                continue
+            if pod.spec.node_name not in new_nodes:
+                problems.append("%s runs on %s, not on the new pool" % (pod.metadata.name, pod.spec.node_name))
+        left = [name for name in OLD_NODES if name in {n.metadata.name for n in self.core.list_node().items}]
+        if left:
+            problems.append("old nodes still exist: %s" % ", ".join(left))
+        return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--work-dir", default=os.path.join(REPO, ".cache", "demo"))
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    demo = Demo(args.kubeconfig)
+    print("Creating the old pool and the shop workloads...", flush=True)
+    demo.setup()
+    print("Running ansible-playbook kubeops.rotation.rotate_nodes (with a watcher)...", flush=True)
+    completed, watcher, seconds = demo.rotate(args.work_dir)
+    print(completed.stdout)
+    if completed.returncode != 0:
+        print(completed.stderr)
+        sys.exit("The rotation failed.")
+    kubectl = local_cluster.binary("kubectl") if os.path.exists(local_cluster.binary("kubectl")) else "kubectl"
+    listing = subprocess.run([kubectl, "--kubeconfig", args.kubeconfig, "-n", NAMESPACE, "get", "pods", "-o", "wide"],
+                             capture_output=True, text=True, check=False)
+    print("$ kubectl -n %s get pods -o wide\n%s" % (NAMESPACE, listing.stdout))
+    print("Fewest Ready pods seen during the rotation: %s" % json.dumps(
+        {app: count for app, count in watcher.min_ready.items() if app}, sort_keys=True))
+    problems = demo.verify(watcher)
+    for problem in problems:
+        print("PROBLEM: " + problem)
+    print("Rotation took %.1f s; report: %s" % (seconds, os.path.join(args.work_dir, "rotation-report.json")))
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
