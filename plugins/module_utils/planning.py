@@ -48,7 +48,7 @@ def parse_duration(text):
 
 def version_tuple(text):
     """(1, 34, 2) from "v1.34.2" or "v1.34.2-eks-abc"; missing parts are 0."""
-    numbers = re.findall(r"\d+", str(text).split("-")[0])
+    numbers = re.findall(r"\d+", str(text).split("-", maxsplit=1)[0])
     return tuple(int(n) for n in (numbers + ["0", "0", "0"])[:3])
 
 

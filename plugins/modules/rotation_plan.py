@@ -77,7 +77,10 @@ options:
     type: dict
     default: {}
   template_capacity:
-    description: Allocatable of one node of the new pool (cpu, memory, pods). Without it, O(template_node) or a node matching O(pool_node_selector); without any, no warm nodes are planned.
+    description:
+      - Allocatable of one node of the new pool (cpu, memory, pods).
+      - Without it, O(template_node) or a node matching O(pool_node_selector);
+        without any of them, no warm nodes are planned.
     type: dict
   template_node:
     description: An existing node whose allocatable stands for a node of the new pool.

@@ -24,11 +24,10 @@ def test_plan_batches_by_zone_moves_each_pod_the_safe_way_and_checks_the_fit(
     plan_options = {"node_selector": "%s=%s" % (TEST_LABEL, test_id), "wanted_labels": {"version": "v2"},
                     "rotation_id": test_id, "batch_size": "1",
                     "pool_node_selector": {TEST_LABEL: test_id, "version": "v2"}}
+    roomy = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     play = run_play([
-        {"kubeops.rotation.rotation_plan": dict(plan_options, template_capacity={"cpu": "4", "memory": "16Gi",
-                                                                                  "pods": "110"})},
-        {"kubeops.rotation.rotation_plan": dict(plan_options, template_capacity={"cpu": "500m", "memory": "16Gi",
-                                                                                  "pods": "110"})},
+        {"kubeops.rotation.rotation_plan": dict(plan_options, template_capacity=roomy)},
+        {"kubeops.rotation.rotation_plan": dict(plan_options, template_capacity=dict(roomy, cpu="500m"))},
     ])
     assert play.rc == 0, play
     plan, tight = play.steps

@@ -24,8 +24,8 @@ def node(name, zone="a", kubelet="v1.34.2", labels=None, annotations=None, creat
                          "labels": dict({"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name},
                                         **(labels or {}))},
             "spec": {"unschedulable": unschedulable, "taints": taints or []},
-            "status": {"nodeInfo": {"kubeletVersion": kubelet}, "allocatable": {"cpu": cpu, "memory": "16Gi",
-                                                                                 "pods": "110"},
+            "status": {"nodeInfo": {"kubeletVersion": kubelet},
+                       "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
@@ -55,13 +55,13 @@ def test_drift_rules_pick_nodes_and_say_why_and_finished_nodes_are_left_out():
     assert reasons["ami"] == ["label ami is ami-1, not ami-2"]
     assert left_out == [{"name": "done", "reason": "already rotated by r1 (drained)"}]
     chosen, left_out = choose_nodes(nodes[:2], {"target_kubelet_version": "v1.35.0"}, None, NOW)
-    assert [n["metadata"]["name"] for n, _ in chosen] == ["old"] and left_out[0]["reason"] == "no drift"
+    assert [n["metadata"]["name"] for n, _reasons in chosen] == ["old"] and left_out[0]["reason"] == "no drift"
 
 
 def test_age_rule():
-    chosen, _ = choose_nodes([node("aged", created="2026-10-01T00:00:00Z"), node("young", created="2026-12-02T00:00:00Z")],
+    chosen, _left_out = choose_nodes([node("aged", created="2026-10-01T00:00:00Z"), node("young", created="2026-12-02T00:00:00Z")],
                              {"max_node_age": "30d"}, None, NOW)
-    assert [n["metadata"]["name"] for n, _ in chosen] == ["aged"]
+    assert [n["metadata"]["name"] for n, _reasons in chosen] == ["aged"]
 
 
 def test_batches_take_one_zone_at_a_time_least_disruptive_first():
