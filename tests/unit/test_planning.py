@@ -59,8 +59,8 @@ def test_drift_rules_pick_nodes_and_say_why_and_finished_nodes_are_left_out():
 
 
 def test_age_rule():
-    chosen, _left_out = choose_nodes([node("aged", created="2026-10-01T00:00:00Z"), node("young", created="2026-12-02T00:00:00Z")],
-                             {"max_node_age": "30d"}, None, NOW)
+    nodes = [node("aged", created="2026-10-01T00:00:00Z"), node("young", created="2026-12-02T00:00:00Z")]
+    chosen, _left_out = choose_nodes(nodes, {"max_node_age": "30d"}, None, NOW)
     assert [n["metadata"]["name"] for n, _reasons in chosen] == ["aged"]
 
 
