@@ -309,11 +309,15 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         batch_nodes = set(batch["nodes"])
         batch_moves = [m for m in moves.values() if m[0]["spec"]["nodeName"] in batch_nodes]
         movers = [pod for pod, _w, method, _r in batch_moves if method in ("restart", "evict")]
-        warm_count = 0
+        warm_count, warm_free = 0, {}
         if template:
             warm_count, computed = nodes_needed([pod for pod, _w, _m, _r in batch_moves], template, pool_labels)
             batch["warm_computed"] = computed["summary"]
-        warm = [warm_template("warm-%d-%d" % (index, n), pool_labels, template) for n in range(warm_count)]
+            # What a warm node offers once its DaemonSet pods run there too.
+            warm_free = {resource: "%r" % (computed["node_allocatable"][resource]
+                                           - computed["daemonset_requests_per_node"][resource])
+                         for resource in RESOURCES}
+        warm = [warm_template("warm-%d-%d" % (index, n), pool_labels, warm_free) for n in range(warm_count)]
         zones = {}
         for pod in movers:
             for volume in (pod.get("spec") or {}).get("volumes") or []:

@@ -31,22 +31,26 @@ from kube import DisruptionWatcher, daemon_set, deployment, pdb, stateful_set  #
 from kubernetes import client as k8s_client  # noqa: E402
 from kubernetes import config as k8s_config  # noqa: E402
 
-NAMESPACE = "shop"
-OLD_NODES = {"old-a-1": "zone-a", "old-a-2": "zone-a", "old-b-1": "zone-b", "old-b-2": "zone-b"}
 MIN_READY = {"web": 3, "checkout": 1}
-ROTATION = {
-    "rotate_nodes_id": "demo-1",
-    "rotate_nodes_node_selector": "kubeops.io/pool=old",
-    "rotate_nodes_wanted_labels": {"node-version": "v2"},
-    "rotate_nodes_batch_size": "2",
-    "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
-    "rotate_nodes_template_capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-}
 
 
 class Demo:
-    def __init__(self, kubeconfig):
+    """The scenario; ``prefix`` names its namespace, nodes, pool and rotation id, so tests can run it side by side."""
+
+    def __init__(self, kubeconfig, prefix=""):
         self.kubeconfig = kubeconfig
+        self.namespace = prefix + "shop"
+        self.old_nodes = {prefix + name: zone for name, zone in (
+            ("old-a-1", "zone-a"), ("old-a-2", "zone-a"), ("old-b-1", "zone-b"), ("old-b-2", "zone-b"))}
+        self.old_pool = prefix + "old"
+        self.rotation = {
+            "rotate_nodes_id": prefix + "demo-1",
+            "rotate_nodes_node_selector": "kubeops.io/pool=" + self.old_pool,
+            "rotate_nodes_wanted_labels": {"node-version": "v2"},
+            "rotate_nodes_batch_size": "2",
+            "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
+            "rotate_nodes_template_capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+        }
         self.api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
         self.core = k8s_client.CoreV1Api(self.api_client)
         self.apps = k8s_client.AppsV1Api(self.api_client)
@@ -57,27 +61,27 @@ class Demo:
         return self.core.list_namespaced_pod(namespace, label_selector=selector).items
 
     def setup(self):
-        for name, zone in OLD_NODES.items():
-            self.core.create_node(fake_node(name, {"kubeops.io/pool": "old", "node-version": "v1",
+        for name, zone in self.old_nodes.items():
+            self.core.create_node(fake_node(name, {"kubeops.io/pool": self.old_pool, "node-version": "v1",
                                                    "topology.kubernetes.io/zone": zone}))
-        self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        self.core.create_namespace({"metadata": {"name": self.namespace}})
         self._wait(lambda: any(sa.metadata.name == "default"
-                               for sa in self.core.list_namespaced_service_account(NAMESPACE).items), "namespace")
-        self.apps.create_namespaced_deployment(NAMESPACE, deployment("web", 4, {}))
-        self.policy.create_namespaced_pod_disruption_budget(NAMESPACE, pdb("web", {"app": "web"}, min_available=3))
+                               for sa in self.core.list_namespaced_service_account(self.namespace).items), "namespace")
+        self.apps.create_namespaced_deployment(self.namespace, deployment("web", 4, {}))
+        self.policy.create_namespaced_pod_disruption_budget(self.namespace, pdb("web", {"app": "web"}, min_available=3))
         db = stateful_set("db", 2, {})
         db["spec"]["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = "true"
-        self.apps.create_namespaced_stateful_set(NAMESPACE, db)
-        self.apps.create_namespaced_deployment(NAMESPACE, deployment("checkout", 1, {}))
-        self.policy.create_namespaced_pod_disruption_budget(NAMESPACE, pdb("checkout", {"app": "checkout"},
+        self.apps.create_namespaced_stateful_set(self.namespace, db)
+        self.apps.create_namespaced_deployment(self.namespace, deployment("checkout", 1, {}))
+        self.policy.create_namespaced_pod_disruption_budget(self.namespace, pdb("checkout", {"app": "checkout"},
                                                                            min_available=1))
-        self.apps.create_namespaced_daemon_set(NAMESPACE, daemon_set("agent", {}))
-        self.batch.create_namespaced_job(NAMESPACE, {"metadata": {"name": "report"}, "spec": {"template": {
+        self.apps.create_namespaced_daemon_set(self.namespace, daemon_set("agent", {}))
+        self.batch.create_namespaced_job(self.namespace, {"metadata": {"name": "report"}, "spec": {"template": {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox"}]}}}})
         self._wait(lambda: self._ready_count() >= 4 + 2 + 1 + 4, "the workloads to be Ready")
 
     def _ready_count(self):
-        return sum(1 for pod in self.pods(NAMESPACE) if pod.status.phase == "Running" and any(
+        return sum(1 for pod in self.pods(self.namespace) if pod.status.phase == "Running" and any(
             c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
 
     def _wait(self, predicate, what, timeout=120):
@@ -87,15 +91,15 @@ class Demo:
                 raise RuntimeError("timed out waiting for %s" % what)
             time.sleep(0.5)
 
-    def rotate(self, work_dir, extra=None):
+    def rotate(self, work_dir, extra=None, check=False):
         """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""
         started = time.monotonic()
-        with DisruptionWatcher(self, NAMESPACE) as watcher:
+        with DisruptionWatcher(self, self.namespace) as watcher:
             completed = run_collection_playbook(
                 "kubeops.rotation.rotate_nodes",
-                dict(ROTATION, kubeops_kubeconfig=self.kubeconfig,
-                     rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json"), **(extra or {})),
-                work_dir)
+                dict(dict(self.rotation, kubeops_kubeconfig=self.kubeconfig,
+                          rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json")), **(extra or {})),
+                work_dir, check=check)
         return completed, watcher, time.monotonic() - started
 
     def verify(self, watcher):
@@ -106,13 +110,13 @@ class Demo:
                 problems.append("%s had %d Ready pods at one point, below its PDB minimum %d" % (
                     app, watcher.min_ready.get(app, 0), minimum))
         new_nodes = {node.metadata.name for node in self.core.list_node(label_selector="kubeops.io/pool=warm").items}
-        for pod in self.pods(NAMESPACE):
+        for pod in self.pods(self.namespace):
             owner = (pod.metadata.owner_references or [None])[0]
             if owner and owner.kind in ("Job", "DaemonSet"):  # a DaemonSet pod follows its node; a Job finished
                 continue
             if pod.spec.node_name not in new_nodes:
                 problems.append("%s runs on %s, not on the new pool" % (pod.metadata.name, pod.spec.node_name))
-        left = [name for name in OLD_NODES if name in {n.metadata.name for n in self.core.list_node().items}]
+        left = [name for name in self.old_nodes if name in {n.metadata.name for n in self.core.list_node().items}]
         if left:
             problems.append("old nodes still exist: %s" % ", ".join(left))
         return problems
@@ -134,9 +138,9 @@ def main():
         print(completed.stderr)
         sys.exit("The rotation failed.")
     kubectl = local_cluster.binary("kubectl") if os.path.exists(local_cluster.binary("kubectl")) else "kubectl"
-    listing = subprocess.run([kubectl, "--kubeconfig", args.kubeconfig, "-n", NAMESPACE, "get", "pods", "-o", "wide"],
-                             capture_output=True, text=True, check=False)
-    print("$ kubectl -n %s get pods -o wide\n%s" % (NAMESPACE, listing.stdout))
+    listing = subprocess.run([kubectl, "--kubeconfig", args.kubeconfig, "-n", demo.namespace, "get", "pods", "-o",
+                              "wide"], capture_output=True, text=True, check=False)
+    print("$ kubectl -n %s get pods -o wide\n%s" % (demo.namespace, listing.stdout))
     print("Fewest Ready pods seen during the rotation: %s" % json.dumps(
         {app: count for app, count in watcher.min_ready.items() if app}, sort_keys=True))
     problems = demo.verify(watcher)

@@ -39,13 +39,21 @@ def ansible_playbook_command(*args):
             "-e", "ansible_python_interpreter=%s" % sys.executable] + list(args)
 
 
-def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALLED_COLLECTIONS):
-    """Run a playbook of the collection by name with extra vars; returns the CompletedProcess."""
+def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALLED_COLLECTIONS, check=False,
+                            inventory=None, background=False):
+    """Run a playbook of the collection by name with extra vars; returns the CompletedProcess
+    (or, with ``background``, the running Popen)."""
     vars_file = os.path.join(str(work_dir), "extra-vars-%s.json" % uuid.uuid4().hex[:6])
     with open(vars_file, "w") as handle:
         json.dump(extra_vars, handle)
-    return subprocess.run(ansible_playbook_command(name, "-e", "@%s" % vars_file), capture_output=True, text=True,
-                          env=ansible_environment(collections_path), timeout=900, check=False)
+    command = ansible_playbook_command(name, "-e", "@%s" % vars_file) + (["--check"] if check else [])
+    if inventory:
+        command[command.index("-i") + 1] = inventory
+    if background:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ansible_environment(collections_path))
+    return subprocess.run(command, capture_output=True, text=True, env=ansible_environment(collections_path),
+                          timeout=900, check=False)
 
 
 def run_tasks(tasks, work_dir, connection, collections_path=INSTALLED_COLLECTIONS, check=False, verbosity=0):

@@ -147,6 +147,15 @@ def make_nodes(cluster, test_id):
                 raise
 
 
+def delete_pool_nodes(cluster):
+    """Delete the nodes the test provisioner made and wait until they are gone: a Terminating node
+    still takes pods, which would land the next test's pods on a node about to vanish."""
+    selector = "kubeops.io/provisioned-by=test-provisioner"
+    for node in cluster.core.list_node(label_selector=selector).items:
+        cluster.core.delete_node(node.metadata.name)
+    wait_until(lambda: not cluster.core.list_node(label_selector=selector).items, 60, "pool nodes to be gone")
+
+
 def _node_ready(cluster, name):
     node = cluster.core.read_node(name)
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])

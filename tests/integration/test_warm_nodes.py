@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import wait_until
+from conftest import delete_pool_nodes, wait_until
 from kube import PAUSE, daemon_set, running_pods
 
 POOL = {"kubeops.io/pool": "warm"}
@@ -15,8 +15,7 @@ def provisioner(cluster):
     if not cluster.has_provisioner:
         pytest.skip("this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
     yield
-    for node in cluster.core.list_node(label_selector="kubeops.io/provisioned-by=test-provisioner").items:
-        cluster.core.delete_node(node.metadata.name)
+    delete_pool_nodes(cluster)
 
 
 def warm(namespace, test_id, **options):

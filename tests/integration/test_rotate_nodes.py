@@ -1,0 +1,173 @@
+"""The rotation end to end: ansible-playbook kubeops.rotation.rotate_nodes on the demo scenario."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import pytest
+import yaml
+from ansible_run import run_collection_playbook
+from conftest import CLUSTER_DIR, TEST_LABEL, delete_pool_nodes, wait_until
+from kube import deployment, running_pods
+
+sys.path.insert(0, CLUSTER_DIR)
+
+import cluster as local_cluster  # noqa: E402
+from demo import Demo  # noqa: E402
+from fakenodes import fake_node  # noqa: E402
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+@pytest.fixture
+def demo(cluster, test_id):
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
+    scenario.setup()
+    yield scenario
+    cluster.core.delete_namespace(scenario.namespace)
+    for name in scenario.old_nodes:
+        try:
+            cluster.core.delete_node(name)
+        except Exception:  # pylint: disable=broad-except  # already retired by the rotation
+            pass
+    delete_pool_nodes(cluster)
+
+
+def restarted_at(cluster, namespace):
+    stamps = {}
+    for item in cluster.apps.list_namespaced_deployment(namespace).items:
+        stamps["Deployment/" + item.metadata.name] = (item.spec.template.metadata.annotations or {}).get(RESTARTED_AT)
+    for item in cluster.apps.list_namespaced_stateful_set(namespace).items:
+        stamps["StatefulSet/" + item.metadata.name] = (item.spec.template.metadata.annotations or {}).get(RESTARTED_AT)
+    return stamps
+
+
+def test_rotation_moves_everything_to_the_new_pool_without_disruption(cluster, demo, tmp_path):
+    completed, watcher, _seconds = demo.rotate(str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-4000:]
+    assert demo.verify(watcher) == []
+    assert watcher.min_ready["checkout"] >= 1 and watcher.min_ready["web"] >= 3
+    report = json.loads((tmp_path / "rotation-report.json").read_text())
+    assert [len(batch["nodes"]) for batch in report["batches"]] == [2, 2]
+    assert "| 2/2 |" in completed.stdout and "batch 2/2: 2 nodes" in completed.stdout
+    assert not cluster.apps.list_namespaced_deployment("kubeops-warm").items, "placeholders are released"
+
+    again, _watcher, _seconds = demo.rotate(str(tmp_path), extra={"rotate_nodes_report_file": ""})
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert "changed=0" in again.stdout.split("PLAY RECAP")[1], "a finished rotation, rerun, changes nothing"
+    assert "Rotation %s: 0 node(s) in 0 batch(es)" % demo.rotation["rotate_nodes_id"] in again.stdout
+
+
+def test_rotation_killed_in_batch_two_resumes_without_restarting_batch_one_workloads(cluster, demo, tmp_path):
+    batch_two = [name for name, zone in demo.old_nodes.items() if zone == "zone-b"]
+    process = run_collection_playbook(
+        "kubeops.rotation.rotate_nodes", dict(demo.rotation, kubeops_kubeconfig=cluster.kubeconfig), str(tmp_path),
+        background=True)
+
+    def batch_two_started():
+        annotations = cluster.core.read_node(batch_two[0]).metadata.annotations or {}
+        return annotations.get("kubeops.io/rotation-phase") == "cordoned"
+
+    try:
+        wait_until(batch_two_started, 180, "batch 2 to start")
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    stamps = restarted_at(cluster, demo.namespace)
+    on_batch_two = {owner for pod in cluster.pods(demo.namespace) if pod.spec.node_name in batch_two
+                    for owner in [_workload(cluster, pod)] if owner}
+
+    completed, watcher, _seconds = demo.rotate(str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-4000:]
+    assert "in 1 batch(es)" in completed.stdout, "the rerun plans only what is left"
+    after = restarted_at(cluster, demo.namespace)
+    for workload, stamp in stamps.items():
+        if workload not in on_batch_two:
+            assert after[workload] == stamp, "%s was restarted again by the rerun" % workload
+    assert demo.verify(watcher) == []
+
+
+def _workload(cluster, pod):
+    owner = (pod.metadata.owner_references or [None])[0]
+    if not owner:
+        return None
+    if owner.kind == "ReplicaSet":
+        replica_set = cluster.apps.read_namespaced_replica_set(owner.name, pod.metadata.namespace)
+        return "Deployment/" + replica_set.metadata.owner_references[0].name
+    return "%s/%s" % (owner.kind, owner.name)
+
+
+def test_check_mode_changes_nothing(cluster, demo, tmp_path):
+    before = {pod.metadata.uid for pod in cluster.pods(demo.namespace)}
+    completed, _watcher, _seconds = demo.rotate(str(tmp_path), check=True)
+    assert completed.returncode == 0, completed.stdout[-4000:]
+    assert "batch 1/2" in completed.stdout
+    for name in demo.old_nodes:
+        node = cluster.core.read_node(name)
+        assert not node.spec.unschedulable
+        assert not [key for key in node.metadata.annotations or {} if key.startswith("kubeops.io/")]
+    assert {pod.metadata.uid for pod in cluster.pods(demo.namespace)} == before
+
+
+def test_a_plan_that_does_not_fit_fails_before_cordoning(cluster, demo, tmp_path):
+    completed, _watcher, _seconds = demo.rotate(str(tmp_path), extra={
+        "rotate_nodes_template_capacity": {"cpu": "150m", "memory": "16Gi", "pods": "110"}})
+    assert completed.returncode != 0
+    assert "The plan cannot be carried out; nothing was changed." in completed.stdout
+    assert "DOES NOT FIT" in completed.stdout
+    assert not any(cluster.core.read_node(name).spec.unschedulable for name in demo.old_nodes)
+
+
+def test_two_clusters_in_one_inventory(cluster, tmp_path_factory, test_id, tmp_path):
+    second_dir = str(tmp_path_factory.mktemp("second-cluster"))
+    second = local_cluster.up(second_dir, die_with_parent=True)
+    try:
+        inventory = {"clusters": {"hosts": {}}}
+        for host, kubeconfig in (("first", cluster.kubeconfig), ("second", second["kubeconfig"])):
+            _small_scenario(kubeconfig, test_id)
+            inventory["clusters"]["hosts"][host] = {
+                "kubeops_kubeconfig": kubeconfig, "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable}
+        inventory_file = tmp_path / "inventory.yml"
+        inventory_file.write_text(yaml.safe_dump(inventory))
+        completed = run_collection_playbook("kubeops.rotation.rotate_nodes", {
+            "kubeops_clusters": "clusters", "rotate_nodes_id": test_id, "rotate_nodes_warm": False,
+            "rotate_nodes_nodes": [test_id + "-old"]}, str(tmp_path), inventory=str(inventory_file))
+        assert completed.returncode == 0, completed.stdout[-4000:]
+        for kubeconfig in (cluster.kubeconfig, second["kubeconfig"]):
+            from kubernetes import client, config
+
+            core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+            assert test_id + "-old" not in {node.metadata.name for node in core.list_node().items}
+            pods = core.list_namespaced_pod(test_id).items
+            assert pods and {pod.spec.node_name for pod in pods} == {test_id + "-new"}
+    finally:
+        local_cluster.down(second_dir)
+
+
+def _small_scenario(kubeconfig, name):
+    """One old node with a Deployment of 2, one new node: the smallest rotation."""
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(config_file=kubeconfig)
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    core.create_node(fake_node(name + "-old", {TEST_LABEL: name}))
+    core.create_namespace({"metadata": {"name": name}})
+    deadline = time.monotonic() + 30
+    while not [sa for sa in core.list_namespaced_service_account(name).items if sa.metadata.name == "default"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    apps.create_namespaced_deployment(name, deployment("web", 2, {TEST_LABEL: name}))
+
+    class View:
+        def pods(self, namespace, selector=None):
+            return core.list_namespaced_pod(namespace, label_selector=selector).items
+
+    wait_until(lambda: running_pods(View(), name, "app=web", 2), 60, "web on the old node")
+    core.create_node(fake_node(name + "-new", {TEST_LABEL: name}))
