@@ -73,8 +73,8 @@ class Demo:
         db["spec"]["template"]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = "true"
         self.apps.create_namespaced_stateful_set(self.namespace, db)
         self.apps.create_namespaced_deployment(self.namespace, deployment("checkout", 1, {}))
-        self.policy.create_namespaced_pod_disruption_budget(self.namespace, pdb("checkout", {"app": "checkout"},
-                                                                           min_available=1))
+        checkout_pdb = pdb("checkout", {"app": "checkout"}, min_available=1)
+        self.policy.create_namespaced_pod_disruption_budget(self.namespace, checkout_pdb)
         self.apps.create_namespaced_daemon_set(self.namespace, daemon_set("agent", {}))
         self.batch.create_namespaced_job(self.namespace, {"metadata": {"name": "report"}, "spec": {"template": {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox"}]}}}})
