@@ -296,7 +296,9 @@ def find_workloads(client, targets=None, namespaces=None, label_selector=None, o
                     found.setdefault((kind, obj["metadata"]["namespace"], obj["metadata"]["name"]), [])
     if on_nodes:
         pods = client.list_all(client.core.list_pod_for_all_namespaces)
+        # A pod already terminating is leaving anyway; it is no reason to restart its owner.
         pods = [pod for pod in pods if (pod.get("spec") or {}).get("nodeName") in set(on_nodes)
+                and not pod["metadata"].get("deletionTimestamp")
                 and (not namespaces or pod["metadata"]["namespace"] in namespaces)]
         replica_set_owners = {}
         for pod in pods:

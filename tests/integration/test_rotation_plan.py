@@ -20,6 +20,9 @@ def test_plan_batches_by_zone_moves_each_pod_the_safe_way_and_checks_the_fit(
     wait_until(lambda: running_pods(cluster, namespace, None, 9), 60, "9 pods on the old nodes")
     (keep,) = make_nodes(1, labels={"version": "v2", "topology.kubernetes.io/zone": "zone-a"},
                          capacity={"cpu": "1"}, prefix="keep")
+    # 9, and the DaemonSet's pod on the new node.
+    before = {pod.metadata.uid for pod in wait_until(
+        lambda: running_pods(cluster, namespace, None, 10), 60, "10 running pods")}
 
     plan_options = {"node_selector": "%s=%s" % (TEST_LABEL, test_id), "wanted_labels": {"version": "v2"},
                     "rotation_id": test_id, "batch_size": "1",
@@ -50,4 +53,4 @@ def test_plan_batches_by_zone_moves_each_pod_the_safe_way_and_checks_the_fit(
         node = cluster.core.read_node(name)
         assert not node.spec.unschedulable
         assert not [key for key in node.metadata.annotations or {} if key.startswith("kubeops.io/")]
-    assert len(running_pods(cluster, namespace, None, 9)) == 9
+    assert {pod.metadata.uid for pod in running_pods(cluster, namespace, None, 10)} == before
