@@ -362,6 +362,7 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         "batches": batches,
         "fits": all(batch["fits"] for batch in batches),
         "safe": not any(batch["blocked"] for batch in batches),
+        "abort_reasons": abort_reasons(pods, pdbs, settings.get("abort_if"), now),
     }
     plan["summary"] = summarize_plan(plan)
     return plan
@@ -381,3 +382,39 @@ def summarize_plan(plan):
             "; BLOCKED: %s" % "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in batch["blocked"])
             if batch["blocked"] else ""))
     return lines
+
+
+def abort_reasons(pods, pdbs, abort_if, now):
+    """Why a rotation should stop before its next batch, by ``abort_if``; [] to go on. Pure.
+
+    ``abort_if`` may hold ``pending_pods_for`` (a pod Pending longer than
+    that, placeholders aside) and ``pdb_blocked_for`` (a PDB whose
+    disruptions have not been allowed for longer than that).
+    """
+    reasons = []
+    limit = (abort_if or {}).get("pending_pods_for")
+    if limit:
+        seconds = parse_duration(limit)
+        for pod in pods:
+            metadata = pod.get("metadata") or {}
+            if (pod.get("status") or {}).get("phase") != "Pending" or metadata.get("deletionTimestamp") or \
+                    "kubeops.io/warm-set" in (metadata.get("labels") or {}) or not metadata.get("creationTimestamp"):
+                continue
+            age = (now - _time(metadata["creationTimestamp"])).total_seconds()
+            if age > seconds:
+                reasons.append("pod %s has been Pending for %d s (abort_if pending_pods_for %s)" % (
+                    pod_key(pod), age, limit))
+    limit = (abort_if or {}).get("pdb_blocked_for")
+    if limit:
+        seconds = parse_duration(limit)
+        for pdb in pdbs:
+            status = pdb.get("status") or {}
+            condition = next((c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), {})
+            if status.get("disruptionsAllowed", 0) or condition.get("status") != "False" or \
+                    not condition.get("lastTransitionTime"):
+                continue
+            age = (now - _time(condition["lastTransitionTime"])).total_seconds()
+            if age > seconds:
+                reasons.append("PDB %s/%s has allowed no disruption for %d s (abort_if pdb_blocked_for %s)" % (
+                    pdb["metadata"]["namespace"], pdb["metadata"]["name"], age, limit))
+    return reasons

@@ -56,6 +56,7 @@ def plan_from_cluster(client, params, now=None):
                                  evict_system_critical=params.get("evict_system_critical", False)),
         "pool_labels": params.get("pool_node_selector") or {},
         "template_allocatable": template,
+        "abort_if": params.get("abort_if"),
     }
     on_candidates = [pod for pod in pods if (pod.get("spec") or {}).get("nodeName") in candidates]
     now = now or datetime.datetime.now(datetime.timezone.utc)

@@ -97,6 +97,19 @@ options:
     description: Plan system-critical pods for eviction instead of listing them as blocked.
     type: bool
     default: false
+  abort_if:
+    description:
+      - Conditions under which a rotation should not start its next batch;
+        RV(abort_reasons) lists those that hold now.
+    type: dict
+    default: {}
+    suboptions:
+      pending_pods_for:
+        description: A pod (placeholders aside) Pending for longer than this, for example V(5m).
+        type: str
+      pdb_blocked_for:
+        description: A PDB that has allowed no disruption for longer than this, for example V(10m).
+        type: str
 attributes:
   check_mode:
     support: full
@@ -196,6 +209,11 @@ safe:
   description: Whether no pod is blocked.
   returned: always
   type: bool
+abort_reasons:
+  description: The O(abort_if) conditions that hold now, in words; empty when none does.
+  returned: always
+  type: list
+  elements: str
 summary:
   description: The plan in a few lines, for people.
   returned: always
@@ -231,6 +249,10 @@ def main():
             force=dict(type="bool", default=False),
             delete_emptydir_data=dict(type="bool", default=False),
             evict_system_critical=dict(type="bool", default=False),
+            abort_if=dict(type="dict", default={}, options=dict(
+                pending_pods_for=dict(type="str"),
+                pdb_blocked_for=dict(type="str"),
+            )),
         ),
         required_one_of=[["nodes", "node_selector"]],
         mutually_exclusive=[["template_capacity", "template_node"]],

@@ -171,3 +171,13 @@ def _small_scenario(kubeconfig, name):
 
     wait_until(lambda: running_pods(View(), name, "app=web", 2), 60, "web on the old node")
     core.create_node(fake_node(name + "-new", {TEST_LABEL: name}))
+
+
+def test_abort_if_stops_before_a_batch_and_names_the_cause(cluster, demo, tmp_path):
+    time.sleep(2)  # the single replica's PDB has allowed no disruption since it was made
+    completed, _watcher, _seconds = demo.rotate(str(tmp_path), extra={"rotate_nodes_abort_if": {
+        "pdb_blocked_for": "1s"}})
+    assert completed.returncode != 0
+    assert "Stopped before batch 1: PDB %s/checkout has allowed no disruption" % demo.namespace in completed.stdout
+    assert "rerun with rotate_nodes_id" in completed.stdout
+    assert not any(cluster.core.read_node(name).spec.unschedulable for name in demo.old_nodes)

@@ -125,3 +125,24 @@ def test_plan_warms_nodes_restarts_single_replicas_and_reports_what_does_not_fit
     assert tight["fits"] is False
     assert tight["batches"][1]["unplaced"][0]["pod"] == "ns/web-2"
     assert any("DOES NOT FIT" in line for line in tight["summary"])
+
+
+def test_abort_if_names_long_pending_pods_and_long_blocked_pdbs():
+    from ansible_collections.kubeops.rotation.plugins.module_utils.planning import abort_reasons
+
+    pending = pod("stuck", None)
+    pending["status"]["phase"] = "Pending"
+    pending["metadata"]["creationTimestamp"] = "2026-12-02T23:50:00Z"
+    fresh = pod("fresh", None)
+    fresh["status"]["phase"] = "Pending"
+    fresh["metadata"]["creationTimestamp"] = "2026-12-02T23:59:30Z"
+    placeholder = pod("warm", None, labels={"kubeops.io/warm-set": "x"})
+    placeholder["status"]["phase"] = "Pending"
+    placeholder["metadata"]["creationTimestamp"] = "2026-12-01T00:00:00Z"
+    blocked = {"metadata": {"name": "db", "namespace": "ns"}, "status": {"disruptionsAllowed": 0, "conditions": [
+        {"type": "DisruptionAllowed", "status": "False", "lastTransitionTime": "2026-12-02T23:00:00Z"}]}}
+    reasons = abort_reasons([pending, fresh, placeholder], [blocked],
+                            {"pending_pods_for": "5m", "pdb_blocked_for": "30m"}, NOW)
+    assert reasons == ["pod ns/stuck has been Pending for 600 s (abort_if pending_pods_for 5m)",
+                       "PDB ns/db has allowed no disruption for 3600 s (abort_if pdb_blocked_for 30m)"]
+    assert abort_reasons([pending], [blocked], {}, NOW) == []
