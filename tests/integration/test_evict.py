@@ -99,7 +99,7 @@ def test_pdb_allowing_one_disruption_drains_without_dropping_below_its_minimum(c
     assert play.rc == 0, play
     step = play.steps[0]
     assert step["summary"]["evicted"] == 4
-    assert max(entry["attempts"] for entry in step["pods"]) > 1, "the PDB should have answered 429 at least once"
+    # Whether a 429 came depends on how fast kwok readies a replacement; the minimum is the claim.
     assert watcher.min_ready["web"] >= 3
 
 
@@ -119,6 +119,7 @@ def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluste
             in step["msg"])
     assert step["msg"].endswith("0 of 2 pods evicted; rerunning continues from here.")
     assert {entry["outcome"] for entry in step["pods"]} == {"blocked"}
+    assert all(entry["attempts"] >= 3 for entry in step["pods"]), "a 429 is retried with backoff until the deadline"
     assert elapsed < 30
     assert len(running_pods(cluster, namespace, "app=db", 2)) == 2
 
