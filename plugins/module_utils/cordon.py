@@ -11,10 +11,10 @@ person or another tool cordoned stays cordoned.
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.times import utc_now
 
 CORDONED_BY = "kubeops.io/cordoned-by"
 CORDON_REASON = "kubeops.io/cordon-reason"
@@ -169,7 +169,3 @@ def apply_cordon(client, names, selector, state, why, taint, force, check_mode, 
             change = plan(client.to_dict(client.core.read_node(change.name)))
         changes.append(change)
     return changes
-
-
-def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -13,7 +13,6 @@ watching, and a failure that names what blocked.
 
 from __future__ import annotations
 
-import datetime
 import json
 import random
 import socket
@@ -21,11 +20,14 @@ import time
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException, WatchExpired
+from ansible_collections.kubeops.rotation.plugins.module_utils.times import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
+    DEFAULT_FILTERS,
     controller_of,
     describe_pdb,
     is_ready,
     judge,
+    label_selector_string,
     pdbs_for,
     pod_key,
     unavailable_limit,
@@ -156,10 +158,8 @@ def _volume_zone(client, namespace, claim):
     return None
 
 
-def plan(pods, options, zones=None, filters=None):
+def plan(pods, options, zones=None, filters=DEFAULT_FILTERS):
     """Judge every pod. Pure: returns the PodPlans in the order of ``pods``."""
-    if filters is None:
-        return [judge(pod, options, zones) for pod in pods]
     return [judge(pod, options, zones, filters) for pod in pods]
 
 
@@ -421,7 +421,7 @@ class EvictionRun:
         obj = obj or self._read(workload) or {}
         selector = (obj.get("spec") or {}).get("selector") or {}
         if workload[1] == "ReplicationController":
-            return ",".join("%s=%s" % item for item in sorted(selector.items()))
+            return label_selector_string(selector)
         parts = ["%s=%s" % item for item in sorted((selector.get("matchLabels") or {}).items())]
         for expression in selector.get("matchExpressions") or []:
             operator = expression["operator"]
@@ -479,7 +479,7 @@ class EvictionRun:
                                             ": %s" % self.settings.reason if self.settings.reason else ""))
 
     def _event(self, namespace, involved, reason, message):
-        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = utc_now()
         body = {
             "metadata": {"generateName": "%s." % involved["name"], "namespace": namespace},
             "involvedObject": involved, "reason": reason, "message": message, "type": "Normal",

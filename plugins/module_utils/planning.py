@@ -10,7 +10,6 @@ workloads) and returns plain data; no client, no clock (``now`` is passed in).
 
 from __future__ import annotations
 
-import datetime
 import math
 import re
 
@@ -25,6 +24,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     pod_key,
     selector_matches,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.times import parse_time
 from ansible_collections.kubeops.rotation.plugins.module_utils.warm import (
     RESOURCES,
     nodes_needed,
@@ -52,10 +52,6 @@ def version_tuple(text):
     return tuple(int(n) for n in (numbers + ["0", "0", "0"])[:3])
 
 
-def _time(text):
-    return datetime.datetime.strptime(text.replace("Z", "+00:00")[:25], "%Y-%m-%dT%H:%M:%S%z")
-
-
 def drift_reasons(node, rules, now):
     """Why ``node`` drifted from what ``rules`` want; an empty list when it did not."""
     metadata = node.get("metadata") or {}
@@ -70,7 +66,7 @@ def drift_reasons(node, rules, now):
         if labels.get(key) != wanted:
             reasons.append("label %s is %s, not %s" % (key, labels.get(key), wanted))
     if rules.get("max_node_age") and metadata.get("creationTimestamp"):
-        age = (now - _time(metadata["creationTimestamp"])).total_seconds()
+        age = (now - parse_time(metadata["creationTimestamp"])).total_seconds()
         if age > parse_duration(rules["max_node_age"]):
             reasons.append("%d s old, more than %s" % (age, rules["max_node_age"]))
     for key in rules.get("annotations") or []:
@@ -400,7 +396,7 @@ def abort_reasons(pods, pdbs, abort_if, now):
             if (pod.get("status") or {}).get("phase") != "Pending" or metadata.get("deletionTimestamp") or \
                     "kubeops.io/warm-set" in (metadata.get("labels") or {}) or not metadata.get("creationTimestamp"):
                 continue
-            age = (now - _time(metadata["creationTimestamp"])).total_seconds()
+            age = (now - parse_time(metadata["creationTimestamp"])).total_seconds()
             if age > seconds:
                 reasons.append("pod %s has been Pending for %d s (abort_if pending_pods_for %s)" % (
                     pod_key(pod), age, limit))
@@ -413,7 +409,7 @@ def abort_reasons(pods, pdbs, abort_if, now):
             if status.get("disruptionsAllowed", 0) or condition.get("status") != "False" or \
                     not condition.get("lastTransitionTime"):
                 continue
-            age = (now - _time(condition["lastTransitionTime"])).total_seconds()
+            age = (now - parse_time(condition["lastTransitionTime"])).total_seconds()
             if age > seconds:
                 reasons.append("PDB %s/%s has allowed no disruption for %d s (abort_if pdb_blocked_for %s)" % (
                     pdb["metadata"]["namespace"], pdb["metadata"]["name"], age, limit))

@@ -209,6 +209,11 @@ def selector_matches(selector, labels):
     return all(expression_matches(expression, labels) for expression in selector.get("matchExpressions") or [])
 
 
+def label_selector_string(labels):
+    """The label selector text ("a=1,b=2") that selects exactly ``labels``; "" for none."""
+    return ",".join("%s=%s" % item for item in sorted(labels.items()))
+
+
 def pdbs_for(pod, pdbs):
     """The PodDisruptionBudgets (API JSON) of the pod's namespace that select it."""
     namespace = pod["metadata"]["namespace"]

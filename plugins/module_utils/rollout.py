@@ -14,14 +14,14 @@ each by watching it.
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException, WatchExpired
-from ansible_collections.kubeops.rotation.plugins.module_utils.pods import controller_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.pods import controller_of, label_selector_string
+from ansible_collections.kubeops.rotation.plugins.module_utils.times import parse_time, utc_now
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 RESTART_ID = "kubeops.io/restart-id"
@@ -111,13 +111,9 @@ def restart_plan(obj, restart_id=None, restarted_after=None):
         return False, "already restarted under restart_id %s at %s" % (restart_id, template_annotations.get(
             RESTARTED_AT))
     restarted_at = template_annotations.get(RESTARTED_AT)
-    if restarted_after and restarted_at and _parse_time(restarted_at) >= _parse_time(restarted_after):
+    if restarted_after and restarted_at and parse_time(restarted_at) >= parse_time(restarted_after):
         return False, "already restarted at %s, after %s" % (restarted_at, restarted_after)
     return True, "restarted"
-
-
-def _parse_time(text):
-    return datetime.datetime.strptime(text.replace("Z", "+00:00")[:25], "%Y-%m-%dT%H:%M:%S%z")
 
 
 def restart_patch(now, restart_id=None):
@@ -224,8 +220,8 @@ class RolloutRestart:
         needed, reason = restart_plan(obj, self.restart_id, self.restarted_after)
         if needed:
             _read, patch, _list = self.api(workload.kind)
-            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            obj = self.client.to_dict(patch(workload.name, workload.namespace, restart_patch(now, self.restart_id)))
+            body = restart_patch(utc_now(), self.restart_id)
+            obj = self.client.to_dict(patch(workload.name, workload.namespace, body))
             workload.action = "restarted"
         else:
             workload.action = "already_restarted"
@@ -272,7 +268,7 @@ class RolloutRestart:
 
     def pods_on_avoided_nodes(self, workload, obj):
         labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        selector = ",".join("%s=%s" % item for item in sorted(labels.items()))
+        selector = label_selector_string(labels)
         pods = self.client.list_all(self.client.core.list_namespaced_pod, namespace=workload.namespace,
                                     label_selector=selector)
         return sorted("%s on %s" % (pod["metadata"]["name"], pod["spec"].get("nodeName")) for pod in pods

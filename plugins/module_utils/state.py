@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException
-from ansible_collections.kubeops.rotation.plugins.module_utils.cordon import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.planning import ROTATION_ID, ROTATION_PHASE
+from ansible_collections.kubeops.rotation.plugins.module_utils.times import utc_now
 
 PHASES = ("cordoned", "drained", "retired")
 PHASE_AT = "kubeops.io/rotation-phase-at"

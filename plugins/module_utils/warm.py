@@ -23,7 +23,12 @@ import time
 from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException, WatchExpired
 from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError, select_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import is_schedulable
-from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions, is_ready, judge
+from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
+    FilterOptions,
+    is_ready,
+    judge,
+    label_selector_string,
+)
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kubeops.rotation"}
 SET_LABEL = "kubeops.io/warm-set"
@@ -241,7 +246,7 @@ class WarmNodes:
     def warm(self, exclude_nodes, node_selector=None):
         """(warm node names, placeholders): two list requests, however many nodes."""
         placeholders = self.placeholders()
-        selector = ",".join("%s=%s" % item for item in sorted((node_selector or {}).items())) or None
+        selector = label_selector_string(node_selector or {}) or None
         nodes = self.client.list_all(self.client.core.list_node, label_selector=selector)
         return warm_nodes_of(placeholders, {node["metadata"]["name"]: node for node in nodes}, exclude_nodes), \
             placeholders
@@ -324,7 +329,7 @@ def template_allocatable(client, params):
         if missing:
             raise SelectionError("No node named %s; nothing was changed." % params["template_node"])
         return nodes[0]["status"]["allocatable"], "node %s" % params["template_node"]
-    selector = ",".join("%s=%s" % item for item in sorted((params.get("node_selector") or {}).items()))
+    selector = label_selector_string(params.get("node_selector") or {})
     nodes = client.list_all(client.core.list_node, label_selector=selector or None) if selector else []
     if not nodes:
         raise SelectionError("capacity_for_nodes needs the size of a pool node: no node matches node_selector, so "
