@@ -14,6 +14,7 @@ import math
 import re
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import ZONE_LABEL, is_schedulable
+from ansible_collections.kubeops.rotation.plugins.module_utils.placement import fit
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
@@ -22,15 +23,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     judge,
     pdbs_for,
     pod_key,
-    selector_matches,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.times import parse_time
-from ansible_collections.kubeops.rotation.plugins.module_utils.warm import (
-    RESOURCES,
-    nodes_needed,
-    parse_quantity,
-    pod_requests,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.warm import RESOURCES, nodes_needed
 
 ROTATION_ID = "kubeops.io/rotation-id"
 ROTATION_PHASE = "kubeops.io/rotation-phase"
@@ -176,89 +171,6 @@ def move_of(pod, workload, replicas, pdbs, options):
     if any(annotations.get(key) == value for key, value in (DO_NOT_DISRUPT, SAFE_TO_EVICT)):
         return "blocked", "do-not-disrupt pod without a Deployment or StatefulSet to restart"
     return "evict", "evictable"
-
-
-def tolerates(pod, taint):
-    for toleration in (pod.get("spec") or {}).get("tolerations") or []:
-        if toleration.get("operator") == "Exists" and not toleration.get("key"):
-            return True
-        if toleration.get("key") != taint.get("key"):
-            continue
-        if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-            continue
-        if toleration.get("operator") == "Exists" or toleration.get("value") == taint.get("value"):
-            return True
-    return False
-
-
-def node_accepts(pod, node):
-    """Whether the pod's node selector, required node affinity (In/NotIn/Exists/DoesNotExist) and
-    tolerations let it run on ``node``, resources aside."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    spec = pod.get("spec") or {}
-    if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
-        return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms = required.get("nodeSelectorTerms") or []
-    if terms and not any(selector_matches({"matchExpressions": term.get("matchExpressions") or []}, labels)
-                         for term in terms):
-        return False
-    taints = [taint for taint in (node.get("spec") or {}).get("taints") or []
-              if taint.get("effect") in ("NoSchedule", "NoExecute")]
-    return all(tolerates(pod, taint) for taint in taints)
-
-
-def _anti_affinity_selectors(pod):
-    terms = (((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or []
-    return [term.get("labelSelector") or {} for term in terms if term.get("topologyKey") == "kubernetes.io/hostname"]
-
-
-def fit(pods, nodes, resident_pods):
-    """Place ``pods`` on ``nodes`` by requests, first fit in decreasing cpu order. Pure.
-
-    ``resident_pods`` are already on those nodes and stay. Honours node
-    selectors, required node affinity, taints and tolerations, and required
-    hostname pod anti-affinity. Returns (placement pod key -> node name, unplaced [{pod, reason}]).
-    """
-    free = {}
-    placed_labels = {}
-    for node in nodes:
-        name = node["metadata"]["name"]
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        free[name] = {resource: parse_quantity(allocatable.get(resource, 0)) for resource in RESOURCES}
-        placed_labels[name] = []
-    for pod in resident_pods:
-        name = (pod.get("spec") or {}).get("nodeName")
-        if name in free:
-            for resource, value in pod_requests(pod).items():
-                free[name][resource] -= value
-            placed_labels[name].append(pod["metadata"].get("labels") or {})
-    placement, unplaced = {}, []
-    for pod in sorted(pods, key=lambda p: (-pod_requests(p)["cpu"], -pod_requests(p)["memory"], pod_key(p))):
-        requests = pod_requests(pod)
-        selectors = _anti_affinity_selectors(pod)
-        reason = "no node matches its node selector, affinity or tolerations"
-        for node in nodes:
-            name = node["metadata"]["name"]
-            if not node_accepts(pod, node):
-                continue
-            if any(selector_matches(selector, labels) for selector in selectors for labels in placed_labels[name]):
-                reason = "hostname anti-affinity leaves no node"
-                continue
-            if any(free[name][resource] + 1e-9 < requests[resource] for resource in RESOURCES):
-                reason = "no node has room for its requests (cpu %g, memory %g)" % (requests["cpu"],
-                                                                                    requests["memory"])
-                continue
-            for resource in RESOURCES:
-                free[name][resource] -= requests[resource]
-            placed_labels[name].append(pod["metadata"].get("labels") or {})
-            placement[pod_key(pod)] = name
-            break
-        else:
-            unplaced.append({"pod": pod_key(pod), "reason": reason})
-    return placement, unplaced
 
 
 def warm_template(name, labels, allocatable, taints=()):

@@ -6,13 +6,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.planning import (
     ROTATION_ID,
     ROTATION_PHASE,
     choose_nodes,
-    fit,
     make_batches,
     move_of,
     parse_duration,
     plan_rotation,
     version_tuple,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.placement import fit
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions
 
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
