@@ -244,3 +244,11 @@ def unavailable_limit(limit, desired):
     if text.endswith("%"):
         return max(1, int(desired * float(text[:-1]) / 100))
     return max(1, int(text))
+
+
+def unavailable_limit_error(limit):
+    """Why ``limit`` is not a valid max_unavailable_per_owner (a count >= 1 or a percent 1-100%), or None."""
+    number = limit[:-1] if limit.endswith("%") else limit
+    if not number.isdigit() or int(number) < 1 or (limit.endswith("%") and int(number) > 100):
+        return "max_unavailable_per_owner must be a count like 1 or a percent like 25%%, got %s." % limit
+    return None

@@ -40,6 +40,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     FilterOptions,
     controller_of,
     judge,
+    namespace_filter,
     pod_key,
     selector_matches,
 )
@@ -104,18 +105,27 @@ def owner_groups(pods, replica_set_owners):
     return groups
 
 
-def spread(nodes, pods, replica_set_owners):
+def selection(pods, options, selected=None):
+    """The pods a pass balances: those of the options' namespaces and, when ``selected`` (pod keys) is
+    given, only those. The others still take room on their nodes."""
+    return [pod for pod in pods if (selected is None or pod_key(pod) in selected)
+            and namespace_filter(pod, options) is None]
+
+
+def spread(nodes, pods, replica_set_owners, options=FilterOptions(), selected=None):
     """How evenly things are spread on ``nodes`` (in scope): per owner and per zone, per topology
     spread constraint, and utilization per node. Pure; used for the skew before, predicted and measured.
 
     An owner's skew is max minus min of its pods per node, over the nodes
     that hold its pods or that its pods' selectors, affinity and tolerations
-    accept; its zone skew is the same per zone.
+    accept; its zone skew is the same per zone. Owners and constraints are
+    those of the selected pods (see ``selection``).
     """
     names = {node["metadata"]["name"] for node in nodes}
-    pods = live_pods(pods, names)
+    everything = live_pods(pods, names)
+    pods = selection(everything, options, selected)
     pods_by_node = {name: [] for name in names}
-    for pod in pods:
+    for pod in everything:
         pods_by_node[pod["spec"]["nodeName"]].append(pod)
     zones = {node["metadata"]["name"]: ((node["metadata"].get("labels") or {}).get(ZONE_LABEL)) for node in nodes}
     owners = {}
@@ -134,7 +144,7 @@ def spread(nodes, pods, replica_set_owners):
         counts = domain_counts(pod, constraint, nodes, pods_by_node)
         constraints.append({"constraint": constraint_key, "max_skew": constraint.get("maxSkew", 1),
                             "domains": counts, "skew": _skew(counts)})
-    room = Room(nodes, pods)
+    room = Room(nodes, everything)
     utilization = {name: round(room_utilization(room, name), 1) for name in sorted(names)}
     return {
         "owners": owners,
@@ -168,12 +178,13 @@ def room_utilization(room, name):
 class Planner:
     """One pass of planning over a snapshot; ``plan`` returns the moves and what could not be done."""
 
-    def __init__(self, nodes, pods, replica_set_owners, settings):
+    def __init__(self, nodes, pods, replica_set_owners, settings, selected=None):
         self.nodes = nodes
         self.settings = settings
         self.replica_set_owners = replica_set_owners
-        self.pods = live_pods(pods, {node["metadata"]["name"] for node in nodes})
-        self.room = Room(nodes, self.pods)
+        everything = live_pods(pods, {node["metadata"]["name"] for node in nodes})
+        self.pods = selection(everything, settings.options, selected)
+        self.room = Room(nodes, everything)
         self.moves = []
         self.moved = set()
         self.per_owner = {}
@@ -363,10 +374,14 @@ class Planner:
         return reasons
 
 
-def plan_rebalance(nodes, pods, replica_set_owners, settings):
-    """The whole rebalance plan over ``nodes`` (the nodes in scope) and the pods on them. Pure."""
+def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None):
+    """The whole rebalance plan over ``nodes`` (the nodes in scope) and the pods on them. Pure.
+
+    ``selected`` limits the pods to balance to those keys (a pod selector's
+    pods); the namespaces of ``settings.options`` limit them too.
+    """
     scope, left_out = in_scope(nodes)
-    planner = Planner(scope, pods, replica_set_owners, settings)
+    planner = Planner(scope, pods, replica_set_owners, settings, selected)
     moves, stuck = planner.plan()
     destinations = {move["pod"]: move["to"] for move in moves}
     after = [dict(pod, spec=dict(pod["spec"], nodeName=destinations[pod_key(pod)])) if pod_key(pod) in destinations
@@ -376,8 +391,8 @@ def plan_rebalance(nodes, pods, replica_set_owners, settings):
         "stuck": stuck,
         "left_out": left_out,
         "nodes": [node["metadata"]["name"] for node in scope],
-        "before": spread(scope, pods, replica_set_owners),
-        "predicted": spread(scope, after, replica_set_owners),
+        "before": spread(scope, pods, replica_set_owners, settings.options, selected),
+        "predicted": spread(scope, after, replica_set_owners, settings.options, selected),
     }
     plan["summary"] = summarize(plan)
     return plan

@@ -14,6 +14,16 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.pods import Filte
 from ansible_collections.kubeops.rotation.plugins.module_utils.warm import template_allocatable
 
 
+def replica_set_owners(client):
+    """(namespace, ReplicaSet name) -> name of the Deployment that owns it, for every ReplicaSet."""
+    owners = {}
+    for replica_set in client.list_all(client.apps.list_replica_set_for_all_namespaces):
+        owner = controller_of(replica_set)
+        if owner and owner.get("kind") == "Deployment":
+            owners[(replica_set["metadata"]["namespace"], replica_set["metadata"]["name"])] = owner["name"]
+    return owners
+
+
 def plan_from_cluster(client, params, now=None):
     """Read nodes, pods, PDBs, ReplicaSets, Deployments and StatefulSets once each, and plan."""
     nodes = client.list_all(client.core.list_node)
@@ -27,11 +37,7 @@ def plan_from_cluster(client, params, now=None):
                        client.list_all(client.core.list_node, label_selector=params["node_selector"])}
     pods = client.list_all(client.core.list_pod_for_all_namespaces)
     pdbs = client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
-    replica_set_owners = {}
-    for replica_set in client.list_all(client.apps.list_replica_set_for_all_namespaces):
-        owner = controller_of(replica_set)
-        if owner and owner.get("kind") == "Deployment":
-            replica_set_owners[(replica_set["metadata"]["namespace"], replica_set["metadata"]["name"])] = owner["name"]
+    owners = replica_set_owners(client)
     replicas = {}
     for kind, method in (("Deployment", client.apps.list_deployment_for_all_namespaces),
                          ("StatefulSet", client.apps.list_stateful_set_for_all_namespaces)):
@@ -60,5 +66,5 @@ def plan_from_cluster(client, params, now=None):
     }
     on_candidates = [pod for pod in pods if (pod.get("spec") or {}).get("nodeName") in candidates]
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    return plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now,
+    return plan_rotation(nodes, pods, pdbs, owners, replicas, settings, now,
                          claim_zones(client, on_candidates))

@@ -260,7 +260,7 @@ api_requests:
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError, drain
 from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions
+from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions, unavailable_limit_error
 
 EVICT_ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="str"),
@@ -316,11 +316,8 @@ def validate(params):
             return "%s must be a positive number, got %s." % (name, params[name])
     if params["grace_period"] is not None and params["grace_period"] < 0:
         return "grace_period must be 0 or more, got %s." % params["grace_period"]
-    limit = params["max_unavailable_per_owner"]
-    if limit is not None:
-        number = limit[:-1] if limit.endswith("%") else limit
-        if not number.isdigit() or int(number) < 1 or (limit.endswith("%") and int(number) > 100):
-            return "max_unavailable_per_owner must be a count like 1 or a percent like 25%%, got %s." % limit
+    if params["max_unavailable_per_owner"] is not None:
+        return unavailable_limit_error(params["max_unavailable_per_owner"])
     return None
 
 

@@ -1,0 +1,342 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rebalance
+short_description: Even out pods across nodes in one planned, steered, guarded pass
+version_added: 0.1.0
+description:
+  - Reads the nodes and pods once and plans the fewest moves that even them
+    out, by the strategies in O(strategies), each move checked against what
+    the scheduler's filters allow on the target node (requests against
+    allocatable, node selectors and required node affinity, taints and
+    tolerations, required hostname anti-affinity, DoNotSchedule topology
+    spread constraints). Cordoned and not Ready nodes are left out.
+  - Nothing moves when no node can take a pod; the result's RV(stuck) says
+    what stays uneven and why.
+  - Steers the replacements to the planned nodes by tainting every node of
+    the pass that receives nothing with C(kubeops.io/rebalancing)
+    (O(steering)) while the pods move; the taints are removed at the end,
+    also on failure, and a later pass removes any left by a killed one.
+  - Evicts through the same guarded path as M(kubeops.rotation.evict) (the
+    Eviction API, PDBs enforced by the API server, 429 retried until
+    O(timeout)), waits for the owners to have all their replicas Ready again,
+    then measures the spread and reports where each replacement landed.
+  - In check mode, returns the plan with the skew before and the skew
+    predicted after. On a balanced cluster it plans nothing and reports no change.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  strategies:
+    description:
+      - V(topology_spread) moves pods that break their own DoNotSchedule
+        topologySpreadConstraints (any topology key), from the most to the
+        least populated domains.
+      - V(duplicates) moves replicas of one owner (Deployment, StatefulSet,
+        ReplicaSet, ...) from nodes that have more of them to nodes that can
+        run them and have fewer, until max minus min per node is at most
+        O(max_skew).
+      - V(utilization) moves the largest pods off nodes whose requests (the
+        most used of cpu, memory and pods, in percent of allocatable) are more
+        than O(utilization_deviation) points above the average, to nodes as
+        far below it, never filling a receiver above the average.
+      - They apply in the order topology_spread, duplicates, utilization;
+        later ones never break what earlier ones evened out.
+    type: list
+    elements: str
+    choices: [topology_spread, duplicates, utilization]
+    default: [topology_spread, duplicates]
+  node_selector:
+    description:
+      - Label selector of the nodes of the pass (for example one node pool).
+        Pods move only between these nodes. Without it, every node.
+    type: str
+  namespaces:
+    description:
+      - Balance only the pods of these namespaces. Others still count against their nodes' room.
+    type: list
+    elements: str
+  exclude_namespaces:
+    description:
+      - Never move the pods of these namespaces.
+    type: list
+    elements: str
+    default: [kube-system]
+  pod_selector:
+    description:
+      - Balance only the pods this label selector picks, for example V(tier=web).
+    type: str
+  max_skew:
+    description:
+      - The spread the V(duplicates) strategy aims for; max minus min pods of an owner per node.
+    type: int
+    default: 1
+  utilization_deviation:
+    description:
+      - Percentage points above (and below) the average utilization that make
+        a node a donor (and a receiver) for V(utilization).
+    type: int
+    default: 20
+  max_evictions:
+    description:
+      - Moves the pass may plan in all; the plan stops there and the
+        predicted skew shows what is left for the next pass.
+    type: int
+  max_per_owner:
+    description:
+      - Moves per owner the pass may plan.
+    type: int
+  max_in_flight:
+    description:
+      - Evicted pods not yet gone, at most, at any time.
+    type: int
+  max_unavailable_per_owner:
+    description:
+      - Pods of one owner that may be not Ready at once, as a count or a
+        percent of its desired replicas, on top of PDBs; as in M(kubeops.rotation.evict).
+    type: str
+    default: "1"
+  steering:
+    description:
+      - Effect of the C(kubeops.io/rebalancing) taint put on the nodes that
+        receive nothing during the pass. V(PreferNoSchedule) steers without
+        blocking anything; V(NoSchedule) forbids them to new pods (of any
+        workload) until the pass ends; V(none) leaves placement to the scheduler.
+    type: str
+    choices: [PreferNoSchedule, NoSchedule, none]
+    default: PreferNoSchedule
+  timeout:
+    description:
+      - Seconds for the evictions and the wait for replacements. At the
+        deadline it fails naming what blocked; the taints are removed.
+    type: int
+    default: 300
+  delete_emptydir_data:
+    description:
+      - Move pods with emptyDir volumes too; their data is lost.
+    type: bool
+    default: false
+  respect_do_not_disrupt:
+    description:
+      - Leave pods annotated C(karpenter.sh/do-not-disrupt=true) or
+        C(cluster-autoscaler.kubernetes.io/safe-to-evict=false) where they are.
+    type: bool
+    default: true
+  evict_system_critical:
+    description:
+      - Move pods of the priority classes C(system-cluster-critical) and C(system-node-critical) too.
+    type: bool
+    default: false
+  reason:
+    description:
+      - Why, added to the Events recorded on evicted pods.
+    type: str
+    default: rebalance
+attributes:
+  check_mode:
+    support: full
+    description: Returns the plan, the skew before and the predicted skew after; changes nothing.
+  diff_mode:
+    support: none
+    description: RV(skew_before) and RV(skew_predicted) are the preview.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Even out the replicas of every Deployment after nodes were added
+  kubeops.rotation.rebalance:
+    strategies: [duplicates, topology_spread]
+    max_evictions: 20
+  register: pass_result
+
+- name: Show what a pass would do in one pool, without doing it
+  kubeops.rotation.rebalance:
+    node_selector: kubeops.io/pool=general
+    strategies: [duplicates, utilization]
+  check_mode: true
+  register: rebalance_plan
+
+- name: Print the plan
+  ansible.builtin.debug:
+    var: rebalance_plan.summary
+"""
+
+RETURN = r"""
+moves:
+  description: The planned moves, in order; after a real pass, with where each replacement landed.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pod:
+      description: C(namespace/name) of the pod to move.
+      type: str
+    owner:
+      description: C(namespace/Kind/name) of its owner (a Deployment for its ReplicaSets).
+      type: str
+    from:
+      description: The node it is on.
+      type: str
+    to:
+      description: The node the plan puts its replacement on.
+      type: str
+    strategy:
+      description: The strategy that planned it.
+      type: str
+    reason:
+      description: Why, in words.
+      type: str
+    outcome:
+      description: What the eviction did, as in M(kubeops.rotation.evict) (V(evicted), V(blocked)...); real runs only.
+      type: str
+    landed_on:
+      description: The node a replacement of its owner landed on (matched to this move); real runs only.
+      type: str
+    as_planned:
+      description: Whether that is the planned node; real runs only.
+      type: bool
+stuck:
+  description: What stays uneven after the plan, and why no move could help (no room, selectors, do-not-disrupt, caps).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{strategy: duplicates, target: shop/Deployment/web, skew: 2, reason: "shop/web-1 cannot go to n4: no node has room"}]
+left_out:
+  description: Nodes not part of the pass (cordoned, not Ready), with the reason.
+  returned: always
+  type: list
+  elements: dict
+nodes:
+  description: The nodes of the pass.
+  returned: always
+  type: list
+  elements: str
+skew_before:
+  description: >-
+    The spread before the pass. C(owners) maps each owner to its pods per
+    node (C(nodes)), C(skew), pods per zone (C(zones)) and C(zone_skew);
+    C(max_skew) and C(max_zone_skew) are the largest; C(constraints) lists
+    each DoNotSchedule topology spread constraint with its pods per domain;
+    C(utilization) is each node's most used resource in percent.
+  returned: always
+  type: dict
+skew_predicted:
+  description: The same, as the plan predicts it after the moves.
+  returned: always
+  type: dict
+skew_after:
+  description: The same, measured on the cluster after the pass.
+  returned: when pods were moved
+  type: dict
+back_on_source:
+  description: Replacements that landed on a node a pod of their owner was moved from.
+  returned: when pods were moved
+  type: list
+  elements: dict
+steered_nodes:
+  description: The nodes tainted during the pass.
+  returned: when pods were moved
+  type: list
+  elements: str
+evictions:
+  description: Number of moved pods per eviction outcome.
+  returned: when pods were moved
+  type: dict
+removed_leftover_taints:
+  description: Nodes whose steering taint, left by an interrupted pass, was removed.
+  returned: always
+  type: list
+  elements: str
+summary:
+  description: The plan and the measured result in a few lines.
+  returned: always
+  type: list
+  elements: str
+elapsed_seconds:
+  description: Wall time of the evictions and the wait (0 when nothing moved).
+  returned: always
+  type: float
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError
+from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions, unavailable_limit_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.rebalance import rebalance
+from ansible_collections.kubeops.rotation.plugins.module_utils.rebalancing import RebalanceSettings
+
+REBALANCE_ARGUMENT_SPEC = dict(
+    strategies=dict(type="list", elements="str", choices=["topology_spread", "duplicates", "utilization"],
+                    default=["topology_spread", "duplicates"]),
+    node_selector=dict(type="str"),
+    namespaces=dict(type="list", elements="str"),
+    exclude_namespaces=dict(type="list", elements="str", default=["kube-system"]),
+    pod_selector=dict(type="str"),
+    max_skew=dict(type="int", default=1),
+    utilization_deviation=dict(type="int", default=20),
+    max_evictions=dict(type="int"),
+    max_per_owner=dict(type="int"),
+    max_in_flight=dict(type="int"),
+    max_unavailable_per_owner=dict(type="str", default="1"),
+    steering=dict(type="str", choices=["PreferNoSchedule", "NoSchedule", "none"], default="PreferNoSchedule"),
+    timeout=dict(type="int", default=300),
+    delete_emptydir_data=dict(type="bool", default=False),
+    respect_do_not_disrupt=dict(type="bool", default=True),
+    evict_system_critical=dict(type="bool", default=False),
+    reason=dict(type="str", default="rebalance"),
+)
+
+
+def main():
+    module = kubernetes_module(REBALANCE_ARGUMENT_SPEC)
+    params = module.params
+    error = validate(params)
+    if error:
+        module.fail_json(msg=error)
+    settings = RebalanceSettings(
+        strategies=tuple(params["strategies"]), max_skew=params["max_skew"],
+        utilization_deviation=float(params["utilization_deviation"]), max_evictions=params["max_evictions"],
+        max_per_owner=params["max_per_owner"],
+        options=FilterOptions(delete_emptydir_data=params["delete_emptydir_data"],
+                              respect_do_not_disrupt=params["respect_do_not_disrupt"],
+                              evict_system_critical=params["evict_system_critical"],
+                              namespaces=tuple(params["namespaces"] or ()),
+                              exclude_namespaces=tuple(params["exclude_namespaces"])))
+    client, report = run_with_client(module, lambda client: rebalance(client, params, settings, module.check_mode),
+                                     expected_errors=(SelectionError,))
+    report["api_requests"] = client.request_count
+    if report.get("back_on_source"):
+        module.warn("%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
+            len(report["back_on_source"]), ", ".join("%(owner)s on %(node)s" % entry
+                                                      for entry in report["back_on_source"])))
+    if report.pop("error", None):
+        module.fail_json(**report)
+    module.exit_json(**report)
+
+
+def validate(params):
+    """A message for parameters that make no sense, before anything is read or changed."""
+    if not params["strategies"]:
+        return "strategies must name at least one strategy."
+    for name in ("max_skew", "timeout", "max_in_flight", "max_per_owner"):
+        if params[name] is not None and params[name] < 1:
+            return "%s must be 1 or more, got %s." % (name, params[name])
+    if params["max_evictions"] is not None and params["max_evictions"] < 0:
+        return "max_evictions must be 0 or more, got %s." % params["max_evictions"]
+    if not 0 < params["utilization_deviation"] < 100:
+        return "utilization_deviation must be between 1 and 99, got %s." % params["utilization_deviation"]
+    if params["max_unavailable_per_owner"] is not None:
+        return unavailable_limit_error(params["max_unavailable_per_owner"])
+    return None
+
+
+if __name__ == "__main__":
+    main()
