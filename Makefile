@@ -54,6 +54,7 @@ lint: venv collection
 bench: venv cluster-bin collection
 	$(BIN)/python tests/bench/drain_vs_kubectl.py
 	$(BIN)/python tests/bench/module_costs.py
+	$(BIN)/python tests/bench/rebalance_vs_descheduler.py
 
 demo: venv cluster-bin collection
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)

@@ -24,8 +24,9 @@ Measured from the cluster, not from the tools: evictions (the scenario's pods
 that are gone), replacements that landed back on the node a pod of the same
 Deployment was evicted from, the final max skew (pods per node over the nodes
 that can take the pod, or per zone for zone spread; max over Deployments),
-the tool's wall time, and whether all replicas were Ready in the end. With
---trials above 1, medians. Results go to .cache/bench-rebalance.json, the
+the tool's wall time and the time until settled (the Descheduler exits as
+soon as its evictions are accepted), and whether all replicas were Ready in
+the end. With --trials above 1, medians. Results go to .cache/bench-rebalance.json, the
 tools' logs beside it. Run with `make bench`.
 """
 
@@ -208,9 +209,14 @@ class Bench:
                 for pod in self.pods(namespace) if not pod.metadata.deletion_timestamp}
 
     def remove(self, scenario):
+        """Delete the scenario and wait until it is gone, so that the next one runs on a cluster without it."""
         self.core.delete_namespace(scenario.id)
         for name in scenario.zones:
             self.core.delete_node(name)
+        selector = "%s=%s" % (BENCH_LABEL, scenario.id)
+        self.wait(lambda: not self.core.list_node(label_selector=selector).items
+                  and scenario.id not in {ns.metadata.name for ns in self.core.list_namespace().items},
+                  "%s to be removed" % scenario.id)
 
     def rebalance(self, scenario, log_path):
         started = time.monotonic()
@@ -277,14 +283,14 @@ def run_once(bench, name, tool, trial):
     except RuntimeError:
         all_ready = False
     result = dict(ran, **measure(scenario, before, bench.snapshot(scenario.id)), all_ready=all_ready,
-                  settle_seconds=round(time.monotonic() - started, 1), log=log_path)
+                  until_settled=ran["wall"] + time.monotonic() - started, log=log_path)
     bench.remove(scenario)
     return result
 
 
 def summary(runs):
     """The one run, or the medians of several."""
-    keys = ("evictions", "back_on_old_node", "final_max_skew", "wall")
+    keys = ("evictions", "back_on_old_node", "final_max_skew", "wall", "until_settled")
     merged = {key: statistics.median(run[key] for run in runs) for key in keys}
     merged["all_ready"] = all(run["all_ready"] for run in runs)
     merged["skew_before"] = statistics.median(run["skew_before"] for run in runs)
@@ -293,11 +299,12 @@ def summary(runs):
 
 def print_table(name, summaries):
     print("\n%s (skew before: %g)" % (name, next(iter(summaries.values()))["skew_before"]))
-    print("%-18s %9s %17s %15s %8s %10s" % ("tool", "evictions", "back on old node", "final max skew", "wall s",
-                                            "all Ready"))
+    print("%-18s %9s %17s %15s %7s %16s %10s" % ("tool", "evictions", "back on old node", "final max skew",
+                                                 "wall s", "until settled s", "all Ready"))
     for tool, row in summaries.items():
-        print("%-18s %9g %17g %15g %8.1f %10s" % (tool, row["evictions"], row["back_on_old_node"],
-                                                  row["final_max_skew"], row["wall"], row["all_ready"]))
+        print("%-18s %9g %17g %15g %7.1f %16.1f %10s" % (
+            tool, row["evictions"], row["back_on_old_node"], row["final_max_skew"], row["wall"],
+            row["until_settled"], row["all_ready"]))
 
 
 def main():
@@ -319,9 +326,13 @@ def main():
                 for tool in tools if trial % 2 == 0 else reversed(tools):
                     result = run_once(bench, name, tool, trial)
                     runs[name][tool].append(result)
-                    print("trial %d  %-14s %-18s evictions %2d  back %2d  skew %d -> %d  wall %5.1f s  ready %s" % (
-                        trial, name, tool, result["evictions"], result["back_on_old_node"], result["skew_before"],
-                        result["final_max_skew"], result["wall"], result["all_ready"]), flush=True)
+                    print("trial %d  %-14s %-18s evictions %2d  back %2d  skew %d -> %d  wall %5.1f s  "
+                          "settled %5.1f s  ready %-5s %s" % (
+                              trial, name, tool, result["evictions"], result["back_on_old_node"],
+                              result["skew_before"], result["final_max_skew"], result["wall"],
+                              result["until_settled"], result["all_ready"],
+                              "logged %s" % result["logged_evictions"] if "logged_evictions" in result else ""),
+                          flush=True)
     finally:
         local_cluster.down(os.path.join(work_dir, "cluster"))
     summaries = {name: {tool: summary(tool_runs) for tool, tool_runs in by_tool.items()}

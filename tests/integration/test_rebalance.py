@@ -1,0 +1,146 @@
+"""Rebalancing on the real control plane: the rebalance module, and the role through its playbook."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import TEST_LABEL, wait_until
+from kube import DisruptionWatcher, deployment, pdb, running_pods
+
+ZONE = "topology.kubernetes.io/zone"
+APPS = ("web", "api", "worker")
+STEERING_TAINT = "kubeops.io/rebalancing"
+
+
+def zoned_nodes(make_nodes, zones, prefix, capacity=None):
+    return [name for zone in zones for name in make_nodes(1, labels={ZONE: zone}, capacity=capacity, prefix=prefix)]
+
+
+def pods_per_node(cluster, namespace, app, nodes):
+    counts = {name: 0 for name in nodes}
+    for pod in cluster.pods(namespace, "app=%s" % app):
+        if pod.metadata.deletion_timestamp is None and pod.spec.node_name:
+            counts[pod.spec.node_name] = counts.get(pod.spec.node_name, 0) + 1
+    return counts
+
+
+def uids(cluster, namespace):
+    return {pod.metadata.uid for pod in cluster.pods(namespace)}
+
+
+def steering_taints(cluster, nodes):
+    return [name for name in nodes for taint in cluster.core.read_node(name).spec.taints or []
+            if taint.key == STEERING_TAINT]
+
+
+def piled_up(cluster, namespace, make_nodes, test_id, annotations=None):
+    """Three Deployments of 6 on three nodes, then three empty nodes: the Descheduler article's case."""
+    old = zoned_nodes(make_nodes, "abc", "old")
+    for app in APPS:
+        cluster.apps.create_namespaced_deployment(namespace, deployment(
+            app, 6, {TEST_LABEL: test_id}, annotations=annotations if app == "worker" else None))
+    for app in APPS:
+        wait_until(lambda app=app: running_pods(cluster, namespace, "app=" + app, 6), 90, "6 %s pods" % app)
+    return old
+
+
+def test_one_pass_evens_out_added_nodes_within_the_pdb_and_a_second_pass_changes_nothing(
+        cluster, namespace, make_nodes, run_play, run_playbook, test_id, tmp_path):
+    old = piled_up(cluster, namespace, make_nodes, test_id)
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, min_available=5))
+    new = zoned_nodes(make_nodes, "abc", "new")
+    before = uids(cluster, namespace)
+    # Six pods on six nodes end one per node: the fewest moves are the pods above one per node.
+    fewest = sum(max(0, count - 1) for app in APPS for count in pods_per_node(cluster, namespace, app, old).values())
+
+    checked = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace]}}], check=True)
+    plan = checked.steps[0]
+    assert checked.rc == 0, checked
+    assert plan["changed"] is False and uids(cluster, namespace) == before, "check mode changes nothing"
+    assert plan["skew_before"]["max_skew"] >= 2 and plan["skew_predicted"]["max_skew"] <= 1
+    assert len(plan["moves"]) == fewest and {move["to"] for move in plan["moves"]} == set(new)
+
+    report_file = tmp_path / "rebalance.json"
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        completed = run_playbook("kubeops.rotation.rebalance", {
+            "rebalance_namespaces": [namespace], "rebalance_max_unavailable_per_owner": "100%",
+            "rebalance_timeout": 180, "rebalance_fail_above_skew": 1, "rebalance_report_file": str(report_file)})
+    assert completed.returncode == 0, completed.stdout[-4000:]
+    report = json.loads(report_file.read_text())
+    assert report["evictions"] == {"evicted": fewest}
+    assert watcher.min_ready["web"] >= 5, "the PDB (minAvailable 5) held throughout"
+    assert watcher.max_terminating["web"] >= 1
+    for app in APPS:
+        counts = pods_per_node(cluster, namespace, app, old + new)
+        assert max(counts.values()) - min(counts.values()) <= 1, (app, counts)
+        assert report["skew_after"]["owners"]["%s/Deployment/%s" % (namespace, app)]["nodes"] == counts
+    assert report["back_on_source"] == [], "no replacement went back to a node it was moved from"
+    assert all(move["landed_on"] in new for move in report["moves"]), report["moves"]
+    assert steering_taints(cluster, old + new) == [], "the steering taints are gone"
+
+    again = run_playbook("kubeops.rotation.rebalance", {"rebalance_namespaces": [namespace]})
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "changed=0" in again.stdout.split("PLAY RECAP")[1]
+    assert "0 move(s)" in again.stdout
+
+
+def test_nodes_that_cannot_take_the_pods_get_no_move(cluster, namespace, make_nodes, run_play, test_id):
+    piled_up(cluster, namespace, make_nodes, test_id)
+    too_small = zoned_nodes(make_nodes, "abc", "small", capacity={"cpu": "50m"})
+    before = uids(cluster, namespace)
+
+    result = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace]}}])
+    step = result.steps[0]
+    assert result.rc == 0, result
+    assert step["changed"] is False and step["moves"] == []
+    assert {entry["target"] for entry in step["stuck"]} == {"%s/Deployment/%s" % (namespace, app) for app in APPS}
+    assert "no node has room for its requests" in step["stuck"][0]["reason"]
+    assert uids(cluster, namespace) == before
+    assert steering_taints(cluster, too_small) == []
+
+
+def test_zone_spread_is_repaired(cluster, namespace, make_nodes, run_play, test_id):
+    zoned_nodes(make_nodes, "ab", "zone")
+    spec = deployment("web", 6, {TEST_LABEL: test_id})
+    spec["spec"]["template"]["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}}}]
+    cluster.apps.create_namespaced_deployment(namespace, spec)
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 6), 90, "6 web pods in two zones")
+    (zone_c,) = zoned_nodes(make_nodes, "c", "zone")
+
+    result = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace], "strategies": ["topology_spread"],
+                                                       "timeout": 120}}])
+    step = result.steps[0]
+    assert result.rc == 0, result
+    assert len(step["moves"]) == 2 and {move["to"] for move in step["moves"]} == {zone_c}
+    constraint_after = step["skew_after"]["constraints"][0]["domains"]
+    assert constraint_after == {"a": 2, "b": 2, "c": 2}
+    zones = {}
+    for pod in cluster.pods(namespace, "app=web"):
+        if pod.metadata.deletion_timestamp is None:
+            zone = cluster.core.read_node(pod.spec.node_name).metadata.labels[ZONE]
+            zones[zone] = zones.get(zone, 0) + 1
+    assert zones == {"a": 2, "b": 2, "c": 2}
+
+
+def test_do_not_disrupt_pods_stay_where_they_are(cluster, namespace, make_nodes, run_play, test_id):
+    piled_up(cluster, namespace, make_nodes, test_id, annotations={"karpenter.sh/do-not-disrupt": "true"})
+    zoned_nodes(make_nodes, "abc", "new")
+    workers = {pod.metadata.uid for pod in cluster.pods(namespace, "app=worker")}
+
+    result = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace], "timeout": 180,
+                                                       "max_unavailable_per_owner": "3"}}])
+    step = result.steps[0]
+    assert result.rc == 0, result
+    assert {move["owner"] for move in step["moves"]} == {"%s/Deployment/%s" % (namespace, app) for app in
+                                                         ("web", "api")}
+    assert {pod.metadata.uid for pod in cluster.pods(namespace, "app=worker")} == workers
+    stuck = [entry for entry in step["stuck"] if entry["target"].endswith("/worker")]
+    assert stuck and "do-not-disrupt" in stuck[0]["reason"]
+
+
+def test_bad_input_fails_before_anything_is_read(run_play):
+    result = run_play([{"kubeops.rotation.rebalance": {"max_unavailable_per_owner": "0"}}])
+    assert result.rc != 0
+    assert "max_unavailable_per_owner must be a count" in result.steps[0]["msg"]
