@@ -409,11 +409,9 @@ def summarize(plan):
         plan["before"]["max_skew"], plan["predicted"]["max_skew"],
         plan["before"]["max_zone_skew"], plan["predicted"]["max_zone_skew"])]
     for move in plan["moves"]:
-        lines.append("move %s (%s): %s -> %s [%s]" % (move["pod"], move["owner"], move["from"], move["to"],
-                                                     move["strategy"]))
+        lines.append("move %(pod)s (%(owner)s): %(from)s -> %(to)s [%(strategy)s]" % move)
     for entry in plan["stuck"]:
-        lines.append("cannot even out %s (%s, skew %s): %s" % (entry["target"], entry["strategy"], entry["skew"],
-                                                              entry["reason"]))
+        lines.append("cannot even out %(target)s (%(strategy)s, skew %(skew)s): %(reason)s" % entry)
     return lines
 
 

@@ -314,9 +314,9 @@ def main():
                                      expected_errors=(SelectionError,))
     report["api_requests"] = client.request_count
     if report.get("back_on_source"):
+        landed_back = ["%(owner)s on %(node)s" % entry for entry in report["back_on_source"]]
         module.warn("%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
-            len(report["back_on_source"]), ", ".join("%(owner)s on %(node)s" % entry
-                                                      for entry in report["back_on_source"])))
+            len(landed_back), ", ".join(landed_back)))
     if report.pop("error", None):
         module.fail_json(**report)
     module.exit_json(**report)
