@@ -20,6 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import (
     Limits,
     Settings,
     SelectionError,
+    claim_zones,
     summarize_entries,
     timeout_message,
 )
@@ -100,7 +101,9 @@ def rebalance(client, params, settings, check_mode=False):
         set_steering(client, leftover, None)
     owners = replica_set_owners(client)
     selected = _selected(client, params.get("pod_selector"))
-    plan = plan_rebalance([without_steering(node) for node in nodes], pods, owners, settings, selected)
+    names = {node["metadata"]["name"] for node in nodes}
+    zones = claim_zones(client, [pod for pod in pods if (pod.get("spec") or {}).get("nodeName") in names])
+    plan = plan_rebalance([without_steering(node) for node in nodes], pods, owners, settings, selected, zones)
     result = {
         "changed": bool(leftover),
         "moves": plan["moves"],

@@ -38,6 +38,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.placement import 
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     FilterOptions,
+    claim_names,
     controller_of,
     judge,
     namespace_filter,
@@ -178,8 +179,9 @@ def room_utilization(room, name):
 class Planner:
     """One pass of planning over a snapshot; ``plan`` returns the moves and what could not be done."""
 
-    def __init__(self, nodes, pods, replica_set_owners, settings, selected=None):
+    def __init__(self, nodes, pods, replica_set_owners, settings, selected=None, claim_zones=None):
         self.nodes = nodes
+        self.claim_zones = claim_zones or {}
         self.settings = settings
         self.replica_set_owners = replica_set_owners
         everything = live_pods(pods, {node["metadata"]["name"] for node in nodes})
@@ -241,13 +243,22 @@ class Planner:
             for target in targets:
                 if target == source:
                     continue
-                why = self.room.why_not(pod, target)
+                why = self._volume_zone_conflict(pod, target) or self.room.why_not(pod, target)
                 if why is None:
                     self._record(pod, source, target, strategy, reason)
                     return None
                 reasons.append("%s cannot go to %s: %s" % (pod_key(pod), target, why))
             self.room.add(pod, source)
         return reasons
+
+    def _volume_zone_conflict(self, pod, target):
+        """Why a pod's PersistentVolume cannot follow it to ``target`` (bound to another zone), or None."""
+        zone = (self.room.nodes[target]["metadata"].get("labels") or {}).get(ZONE_LABEL)
+        for claim in claim_names(pod):
+            bound = self.claim_zones.get("%s/%s" % (pod["metadata"]["namespace"], claim))
+            if bound and zone not in bound.split(","):
+                return "its volume %s is bound to zone %s" % (claim, bound)
+        return None
 
     def _record(self, pod, source, target, strategy, reason):
         moved = dict(pod, spec=dict(pod["spec"], nodeName=target))
@@ -374,14 +385,15 @@ class Planner:
         return reasons
 
 
-def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None):
+def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, claim_zones=None):
     """The whole rebalance plan over ``nodes`` (the nodes in scope) and the pods on them. Pure.
 
     ``selected`` limits the pods to balance to those keys (a pod selector's
     pods); the namespaces of ``settings.options`` limit them too.
+    ``claim_zones`` maps "namespace/claim" to the zone(s) its volume is bound to.
     """
     scope, left_out = in_scope(nodes)
-    planner = Planner(scope, pods, replica_set_owners, settings, selected)
+    planner = Planner(scope, pods, replica_set_owners, settings, selected, claim_zones)
     moves, stuck = planner.plan()
     destinations = {move["pod"]: move["to"] for move in moves}
     after = [dict(pod, spec=dict(pod["spec"], nodeName=destinations[pod_key(pod)])) if pod_key(pod) in destinations

@@ -161,3 +161,11 @@ def test_filter_options_reach_the_planner():
                              RebalanceSettings(options=FilterOptions(delete_emptydir_data=True)))
     assert refused["moves"] == [] and "local-storage" in refused["stuck"][0]["reason"]
     assert len(allowed["moves"]) == 3
+
+
+def test_a_pod_whose_volume_is_bound_to_a_zone_moves_only_within_it():
+    pods = piled(apps=("web",), nodes=("old-0",), per_node=3,
+                 volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    plan = plan_rebalance([OLD[0]] + NEW, pods, OWNERS, RebalanceSettings(), claim_zones={"ns/data": "a"})
+    assert [move["to"] for move in plan["moves"]] == ["new-0"]
+    assert "its volume data is bound to zone a" in plan["stuck"][0]["reason"]
