@@ -295,21 +295,27 @@ class Planner:
                 if _skew(counts) <= max_skew:
                     break
                 high = max(sorted(counts), key=lambda domain: counts[domain])
-                members = [pod for pods in self.room.pods_by_node.values() for pod in pods
+                members = {pod_key(pod) for pods in self.room.pods_by_node.values() for pod in pods
                            if pod["metadata"]["namespace"] == namespace
-                           and selector_matches(constraint.get("labelSelector"), pod["metadata"].get("labels"))]
-                donors = [pod for pod in members if self._domain(pod["spec"]["nodeName"], topology_key) == high]
-                targets = [name for _count, _members, name in sorted(
-                    (counts[self._domain(name, topology_key)], sum(1 for pod in self.room.pods_by_node[name]
-                                                                   if pod in members), name)
-                    for name in self.room.nodes
-                    if self._domain(name, topology_key) in counts
-                    and counts[self._domain(name, topology_key)] <= counts[high] - 2)]
+                           and selector_matches(constraint.get("labelSelector"), pod["metadata"].get("labels"))}
+                donors = [pod for pod in self.pods if pod_key(pod) in members
+                          and self._domain(pod["spec"]["nodeName"], topology_key) == high]
+                targets = self._spread_targets(counts, members, topology_key, counts[high] - 2)
                 reasons = self._try(sorted(donors, key=pod_key), targets, "topology_spread",
                                     "%s: %s has %d, max skew %d" % (topology_key, high, counts[high], max_skew))
                 if reasons is not None:
                     self._stuck("topology_spread", key, _skew(counts), reasons)
                     break
+
+    def _spread_targets(self, counts, members, topology_key, most):
+        """Nodes of the domains with at most ``most`` members, the emptiest domain and node first."""
+        ranked = []
+        for name in self.room.nodes:
+            domain = self._domain(name, topology_key)
+            if domain in counts and counts[domain] <= most:
+                here = sum(1 for pod in self.room.pods_by_node[name] if pod_key(pod) in members)
+                ranked.append((counts[domain], here, name))
+        return [name for _count, _here, name in sorted(ranked)]
 
     def _domain(self, name, topology_key):
         return (self.room.nodes[name]["metadata"].get("labels") or {}).get(topology_key)
