@@ -29,34 +29,15 @@ sys.path.insert(0, os.path.join(TESTS, "cluster"))
 sys.path.insert(0, os.path.join(TESTS, "integration"))
 
 import cluster as local_cluster  # noqa: E402
+from bench_cluster import ClusterBench  # noqa: E402
 from ansible_run import run_tasks  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import daemon_set, deployment, pdb, running_pods  # noqa: E402
-from kubernetes import client as k8s_client  # noqa: E402
-from kubernetes import config as k8s_config  # noqa: E402
 
 REPLICAS = {"web": 8, "api": 8, "worker": 8}
 
 
-class Bench:
-    def __init__(self, kubeconfig, work_dir):
-        self.kubeconfig = kubeconfig
-        self.work_dir = work_dir
-        api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
-        self.core = k8s_client.CoreV1Api(api_client)
-        self.apps = k8s_client.AppsV1Api(api_client)
-        self.policy = k8s_client.PolicyV1Api(api_client)
-
-    def pods(self, namespace, selector=None):
-        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
-
-    def wait(self, predicate, what, timeout=120):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise RuntimeError("timed out waiting for %s" % what)
-            time.sleep(0.3)
-
+class Bench(ClusterBench):
     def scenario(self, trial):
         """A namespace and an old node full of pods, a new empty node; returns the old node's name."""
         name = "bench%d" % trial

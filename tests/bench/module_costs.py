@@ -21,24 +21,13 @@ sys.path.insert(0, os.path.join(TESTS, "cluster"))
 sys.path.insert(0, os.path.join(TESTS, "integration"))
 
 import cluster as local_cluster  # noqa: E402
+from bench_cluster import ClusterBench  # noqa: E402
 from ansible_run import run_tasks  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import deployment, running_pods  # noqa: E402
-from kubernetes import client as k8s_client  # noqa: E402
-from kubernetes import config as k8s_config  # noqa: E402
 
 
-class Costs:
-    def __init__(self, kubeconfig, work_dir):
-        self.kubeconfig = kubeconfig
-        self.work_dir = work_dir
-        api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
-        self.core = k8s_client.CoreV1Api(api_client)
-        self.apps = k8s_client.AppsV1Api(api_client)
-
-    def pods(self, namespace, selector=None):
-        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
-
+class Costs(ClusterBench):
     def run(self, task):
         started = time.monotonic()
         play = run_tasks([task], self.work_dir, {"kubeconfig": self.kubeconfig})

@@ -11,6 +11,9 @@ same state. The scenarios:
   zone spread     a Deployment of 6 with a zone topologySpreadConstraint
                   (maxSkew 1, DoNotSchedule) on 2 zones, 3/3; then a node of a
                   third zone joins: a skew of 3.
+  old pool preferred  as "nodes added", but the Deployments prefer (a soft
+                  node affinity, like "on-demand first") the first nodes'
+                  label, which the added nodes lack.
 
 Each tool runs once: ours is the playbook kubeops.rotation.rebalance of the
 installed collection (strategies duplicates and topology_spread); the
@@ -52,19 +55,20 @@ sys.path.insert(0, os.path.join(TESTS, "cluster"))
 sys.path.insert(0, os.path.join(TESTS, "integration"))
 
 import cluster as local_cluster  # noqa: E402
+from bench_cluster import ClusterBench  # noqa: E402
 from ansible_run import REPO, run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import deployment, is_ready  # noqa: E402
-from kubernetes import client as k8s_client  # noqa: E402
-from kubernetes import config as k8s_config  # noqa: E402
 
 RESULTS = os.path.join(REPO, ".cache", "bench-rebalance.json")
 LOGS = os.path.join(REPO, ".cache", "bench-rebalance-logs")
 BENCH_LABEL = "kubeops.io/bench"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REBALANCE = "kubeops rebalance"
+UNSTEERED = "rebalance, no taint"
 DESCHEDULER = "descheduler"
-TOOLS = (REBALANCE, DESCHEDULER)
+# The unsteered pass shows what the steering taint itself is worth.
+TOOLS = (REBALANCE, DESCHEDULER, UNSTEERED)
 SETTLE_TIMEOUT = 180
 # first: the zones of the nodes the pods start on; added: the zones of the
 # nodes that join before the tool runs, with their capacity.
@@ -76,6 +80,9 @@ SCENARIOS = {
                       "zone_spread": False},
     "zone spread": {"first": ("zone-a", "zone-b"), "added": ("zone-c",), "added_capacity": None,
                     "apps": {"web": 6}, "zone_spread": True},
+    "old pool preferred": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a", "zone-b", "zone-c"),
+                           "added_capacity": None, "apps": {"web": 6, "api": 6, "worker": 6}, "zone_spread": False,
+                           "preferred_label": {"kubeops.io/bench-pool": "first"}},
 }
 
 
@@ -97,7 +104,6 @@ def descheduler_binary():
 
 def descheduler_policy(namespace):
     """One profile: both balance plugins limited to the scenario's namespace, the DefaultEvictor as shipped."""
-    in_namespace = {"namespaces": {"include": [namespace]}}
     return {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerPolicy",
@@ -105,8 +111,9 @@ def descheduler_policy(namespace):
             "name": "rebalance",
             "pluginConfig": [
                 {"name": "DefaultEvictor", "args": {"nodeFit": False}},
-                {"name": "RemoveDuplicates", "args": in_namespace},
-                {"name": "RemovePodsViolatingTopologySpreadConstraint", "args": in_namespace},
+                {"name": "RemoveDuplicates", "args": {"namespaces": {"include": [namespace]}}},
+                {"name": "RemovePodsViolatingTopologySpreadConstraint",
+                 "args": {"namespaces": {"include": [namespace]}}},
             ],
             "plugins": {
                 "filter": {"enabled": ["DefaultEvictor"]},
@@ -125,6 +132,12 @@ def zone_spread_deployment(name, replicas, node_selector):
     return manifest
 
 
+def preferring(labels):
+    """A preferred (soft) node affinity for nodes with ``labels``, such as "on-demand first"."""
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+        "matchExpressions": [{"key": key, "operator": "In", "values": [value]} for key, value in labels.items()]}}]}}
+
+
 class Scenario:
     """One scenario built for one tool: its namespace, its nodes, and the nodes its pods can go to."""
 
@@ -138,11 +151,11 @@ class Scenario:
         self.zones = dict(self.first_nodes, **self.added_nodes)
         self.hosting_nodes = self.zones if spec["added_capacity"] is None else self.first_nodes
 
-    def skew(self, placement):
-        """Max over Deployments of max minus min pods per hosting node (per zone when spread by zone)."""
+    def skew(self, placement, nodes):
+        """Max over Deployments of max minus min pods per node of ``nodes`` (per zone when spread by zone)."""
         worst = 0
         for app in self.spec["apps"]:
-            domains = set(self.hosting_nodes.values()) if self.spec["zone_spread"] else set(self.hosting_nodes)
+            domains = {self.zones[node] for node in nodes} if self.spec["zone_spread"] else set(nodes)
             counts = dict.fromkeys(domains, 0)
             for node, count in placement.get(app, {}).items():
                 domain = self.zones[node] if self.spec["zone_spread"] else node
@@ -152,45 +165,38 @@ class Scenario:
         return worst
 
 
-class Bench:
-    def __init__(self, kubeconfig, work_dir):
-        self.kubeconfig = kubeconfig
-        self.work_dir = work_dir
-        api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
-        self.core = k8s_client.CoreV1Api(api_client)
-        self.apps = k8s_client.AppsV1Api(api_client)
-
-    def pods(self, namespace):
-        return self.core.list_namespaced_pod(namespace).items
-
-    def wait(self, predicate, what, timeout=120):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise RuntimeError("timed out waiting for %s" % what)
-            time.sleep(0.3)
-
+class Bench(ClusterBench):
     def build(self, scenario):
-        """Namespace, first nodes, Deployments all Ready, then the added nodes Ready."""
+        """Namespace, first nodes, Deployments evenly spread and Ready, then the added nodes."""
         namespace = scenario.id
         self.core.create_namespace({"metadata": {"name": namespace}})
         self.wait(lambda: self._service_account(namespace), "the namespace's service account")
         pinned = {BENCH_LABEL: scenario.id}
-        self._create_nodes(scenario.first_nodes, pinned, None)
+        preferred = scenario.spec.get("preferred_label")
+        self._create_nodes(scenario.first_nodes, dict(pinned, **(preferred or {})), None)
         make = zone_spread_deployment if scenario.spec["zone_spread"] else deployment
         for app, replicas in scenario.spec["apps"].items():
-            self.apps.create_namespaced_deployment(namespace, make(app, replicas, pinned))
+            manifest = make(app, replicas, pinned)
+            if preferred:
+                manifest["spec"]["template"]["spec"]["affinity"] = preferring(preferred)
+            self.apps.create_namespaced_deployment(namespace, manifest)
         self.wait(lambda: self.settled(scenario), "the Deployments of %s to be Ready" % namespace)
+        first = placement(self.snapshot(namespace))
+        if scenario.skew(first, scenario.first_nodes):
+            raise RuntimeError("the scheduler did not spread %s evenly: %s" % (namespace, first))
         self._create_nodes(scenario.added_nodes, pinned, scenario.spec["added_capacity"])
-        self.wait(lambda: all(self._node_ready(name) for name in scenario.added_nodes), "the added nodes")
 
     def _create_nodes(self, zones, labels, capacity):
+        """Create the nodes and wait until they take pods: kwok made them Ready, and the node lifecycle
+        controller removed its not-ready taint (which the Descheduler and the scheduler both honour)."""
         for name, zone in zones.items():
             self.core.create_node(fake_node(name, dict(labels, **{ZONE_LABEL: zone}), capacity=capacity))
+        self.wait(lambda: all(self._schedulable(name) for name in zones), "nodes %s to take pods" % ", ".join(zones))
 
-    def _node_ready(self, name):
-        conditions = self.core.read_node_status(name).status.conditions or []
-        return any(c.type == "Ready" and c.status == "True" for c in conditions)
+    def _schedulable(self, name):
+        node = self.core.read_node(name)
+        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        return ready and not node.spec.taints
 
     def _service_account(self, namespace):
         return any(sa.metadata.name == "default" for sa in self.core.list_namespaced_service_account(namespace).items)
@@ -209,20 +215,23 @@ class Bench:
                 for pod in self.pods(namespace) if not pod.metadata.deletion_timestamp}
 
     def remove(self, scenario):
-        """Delete the scenario and wait until it is gone, so that the next one runs on a cluster without it."""
+        """Delete the scenario and wait until it is gone, so that the next one runs on a cluster without it.
+
+        Pods first: a pod whose node is deleted first waits for the pod garbage collector (about a minute).
+        """
         self.core.delete_namespace(scenario.id)
+        self.wait(lambda: not self.pods(scenario.id), "the pods of %s to be deleted" % scenario.id)
         for name in scenario.zones:
             self.core.delete_node(name)
-        selector = "%s=%s" % (BENCH_LABEL, scenario.id)
-        self.wait(lambda: not self.core.list_node(label_selector=selector).items
-                  and scenario.id not in {ns.metadata.name for ns in self.core.list_namespace().items},
-                  "%s to be removed" % scenario.id)
+        self.wait(lambda: scenario.id not in {ns.metadata.name for ns in self.core.list_namespace().items},
+                  "namespace %s to be deleted" % scenario.id)
 
-    def rebalance(self, scenario, log_path):
+    def rebalance(self, scenario, log_path, steering="PreferNoSchedule"):
         started = time.monotonic()
         completed = run_collection_playbook("kubeops.rotation.rebalance", {
             "kubeops_kubeconfig": self.kubeconfig, "rebalance_namespaces": [scenario.id],
-            "rebalance_strategies": ["duplicates", "topology_spread"]}, self.work_dir)
+            "rebalance_strategies": ["duplicates", "topology_spread"], "rebalance_steering": steering},
+            self.work_dir)
         wall = time.monotonic() - started
         with open(log_path, "w") as handle:
             handle.write(completed.stdout + completed.stderr)
@@ -262,20 +271,24 @@ def measure(scenario, before, after):
     return {
         "evictions": sum(evicted.values()),
         "back_on_old_node": sum(min(count, replacements[app_node]) for app_node, count in evicted.items()),
-        "skew_before": scenario.skew(placement(before)),
-        "final_max_skew": scenario.skew(placement(after)),
+        "skew_before": scenario.skew(placement(before), scenario.hosting_nodes),
+        "final_max_skew": scenario.skew(placement(after), scenario.hosting_nodes),
         "placement_before": placement(before),
         "placement_after": placement(after),
     }
 
 
 def run_once(bench, name, tool, trial):
-    scenario_id = "%s-%s-%d" % (name.replace(" ", "-"), "desched" if tool == DESCHEDULER else "rebal", trial)
+    scenario_id = "%s-%s-%d" % (name.replace(" ", "-"), {REBALANCE: "rebal", UNSTEERED: "unsteered",
+                                                          DESCHEDULER: "desched"}[tool], trial)
     scenario = Scenario(name, SCENARIOS[name], scenario_id)
     bench.build(scenario)
     before = bench.snapshot(scenario.id)
     log_path = os.path.join(LOGS, scenario.id + ".log")
-    ran = bench.descheduler(scenario, log_path) if tool == DESCHEDULER else bench.rebalance(scenario, log_path)
+    if tool == DESCHEDULER:
+        ran = bench.descheduler(scenario, log_path)
+    else:
+        ran = bench.rebalance(scenario, log_path, "none" if tool == UNSTEERED else "PreferNoSchedule")
     started = time.monotonic()
     try:
         bench.wait(lambda: bench.settled(scenario), "%s to settle" % scenario.id, timeout=SETTLE_TIMEOUT)
@@ -299,10 +312,10 @@ def summary(runs):
 
 def print_table(name, summaries):
     print("\n%s (skew before: %g)" % (name, next(iter(summaries.values()))["skew_before"]))
-    print("%-18s %9s %17s %15s %7s %16s %10s" % ("tool", "evictions", "back on old node", "final max skew",
+    print("%-20s %9s %17s %15s %7s %16s %10s" % ("tool", "evictions", "back on old node", "final max skew",
                                                  "wall s", "until settled s", "all Ready"))
     for tool, row in summaries.items():
-        print("%-18s %9g %17g %15g %7.1f %16.1f %10s" % (
+        print("%-20s %9g %17g %15g %7.1f %16.1f %10s" % (
             tool, row["evictions"], row["back_on_old_node"], row["final_max_skew"], row["wall"],
             row["until_settled"], row["all_ready"]))
 
@@ -311,28 +324,32 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=1, help="runs per tool per scenario (default %(default)s)")
     parser.add_argument("--only", choices=TOOLS, help="run one tool only")
+    parser.add_argument("--scenario", choices=list(SCENARIOS), action="append",
+                        help="run this scenario only (repeatable; default all)")
     args = parser.parse_args()
+    scenarios = args.scenario or list(SCENARIOS)
     tools = [args.only] if args.only else list(TOOLS)
     if DESCHEDULER in tools:
         descheduler_binary()
     os.makedirs(LOGS, exist_ok=True)
     work_dir = tempfile.mkdtemp(prefix="kubeops-bench-")
     state = local_cluster.up(os.path.join(work_dir, "cluster"), die_with_parent=True)
-    runs = {name: {tool: [] for tool in tools} for name in SCENARIOS}
+    runs = {name: {tool: [] for tool in tools} for name in scenarios}
     try:
         bench = Bench(state["kubeconfig"], work_dir)
         for trial in range(args.trials):
-            for name in SCENARIOS:
+            for name in scenarios:
                 for tool in tools if trial % 2 == 0 else reversed(tools):
                     result = run_once(bench, name, tool, trial)
                     runs[name][tool].append(result)
-                    print("trial %d  %-14s %-18s evictions %2d  back %2d  skew %d -> %d  wall %5.1f s  "
-                          "settled %5.1f s  ready %-5s %s" % (
-                              trial, name, tool, result["evictions"], result["back_on_old_node"],
-                              result["skew_before"], result["final_max_skew"], result["wall"],
-                              result["until_settled"], result["all_ready"],
-                              "logged %s" % result["logged_evictions"] if "logged_evictions" in result else ""),
-                          flush=True)
+                    line = "trial %d  %-18s %-18s evictions %2d  back %2d  skew %d -> %d  wall %5.1f s  " \
+                           "settled %5.1f s  ready %s" % (
+                               trial, name, tool, result["evictions"], result["back_on_old_node"],
+                               result["skew_before"], result["final_max_skew"], result["wall"],
+                               result["until_settled"], result["all_ready"])
+                    if "logged_evictions" in result:
+                        line += "  logged %s" % result["logged_evictions"]
+                    print(line, flush=True)
     finally:
         local_cluster.down(os.path.join(work_dir, "cluster"))
     summaries = {name: {tool: summary(tool_runs) for tool, tool_runs in by_tool.items()}
