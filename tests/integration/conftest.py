@@ -157,8 +157,11 @@ def delete_pool_nodes(cluster):
 
 
 def _node_ready(cluster, name):
+    """Ready, and without the node lifecycle controller's not-ready taint, which stays a moment longer
+    and makes the scheduler pile the first pods on the nodes it left first."""
     node = cluster.core.read_node(name)
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or []) and \
+        not any(taint.key == "node.kubernetes.io/not-ready" for taint in node.spec.taints or [])
 
 
 @pytest.fixture

@@ -85,7 +85,10 @@ def test_one_pass_evens_out_added_nodes_within_the_pdb_and_a_second_pass_changes
 
 
 def test_nodes_that_cannot_take_the_pods_get_no_move(cluster, namespace, make_nodes, run_play, test_id):
-    piled_up(cluster, namespace, make_nodes, test_id)
+    old = piled_up(cluster, namespace, make_nodes, test_id)
+    for app in APPS:
+        counts = pods_per_node(cluster, namespace, app, old)
+        assert max(counts.values()) - min(counts.values()) <= 1, "precondition: even on the first nodes %s" % counts
     too_small = zoned_nodes(make_nodes, "abc", "small", capacity={"cpu": "50m"})
     before = uids(cluster, namespace)
 
