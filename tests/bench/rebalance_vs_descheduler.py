@@ -69,6 +69,7 @@ UNSTEERED = "rebalance, no taint"
 DESCHEDULER = "descheduler"
 # The unsteered pass shows what the steering taint itself is worth.
 TOOLS = (REBALANCE, DESCHEDULER, UNSTEERED)
+TOOL_IDS = {REBALANCE: "rebal", DESCHEDULER: "desched", UNSTEERED: "unsteered"}
 SETTLE_TIMEOUT = 180
 # first: the zones of the nodes the pods start on; added: the zones of the
 # nodes that join before the tool runs, with their capacity.
@@ -279,8 +280,7 @@ def measure(scenario, before, after):
 
 
 def run_once(bench, name, tool, trial):
-    scenario_id = "%s-%s-%d" % (name.replace(" ", "-"), {REBALANCE: "rebal", UNSTEERED: "unsteered",
-                                                          DESCHEDULER: "desched"}[tool], trial)
+    scenario_id = "%s-%s-%d" % (name.replace(" ", "-"), TOOL_IDS[tool], trial)
     scenario = Scenario(name, SCENARIOS[name], scenario_id)
     bench.build(scenario)
     before = bench.snapshot(scenario.id)
