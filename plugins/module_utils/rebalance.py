@@ -135,11 +135,14 @@ def rebalance(client, params, settings, check_mode=False):
     outcomes = {state.plan.key: state.result() for state in states}
     after_nodes, after_pods = _snapshot(client, params)
     scope, _left_out = in_scope(after_nodes)
-    landed, back = landings(plan["moves"], pods, after_pods, owners)
+    evicted = [move for move in plan["moves"] if outcomes[move["pod"]]["outcome"] == "evicted"]
+    landed, back = landings(evicted, pods, after_pods, owners)
+    landed_by_pod = {move["pod"]: move for move in landed}
     result.update(
         changed=run.evictions > 0 or bool(leftover),
-        moves=[dict(move, outcome=outcomes[move["pod"]]["outcome"], detail=outcomes[move["pod"]]["detail"])
-               for move in landed],
+        moves=[dict(landed_by_pod.get(move["pod"], dict(move, landed_on=None, as_planned=False)),
+                    outcome=outcomes[move["pod"]]["outcome"], detail=outcomes[move["pod"]]["detail"])
+               for move in plan["moves"]],
         steered_nodes=steered,
         skew_after=spread(scope, after_pods, owners, settings.options, _selected(client, params.get("pod_selector"))),
         back_on_source=back,
@@ -157,9 +160,12 @@ def rebalance(client, params, settings, check_mode=False):
 
 
 def measured_line(result):
-    misplaced = [move for move in result["moves"] if not move["as_planned"]]
-    return ("Measured: max skew per owner %d -> %d, per zone %d -> %d; %d of %d replacement(s) where planned%s." % (
-        result["skew_before"]["max_skew"], result["skew_after"]["max_skew"], result["skew_before"]["max_zone_skew"],
-        result["skew_after"]["max_zone_skew"], len(result["moves"]) - len(misplaced), len(result["moves"]),
-        "; elsewhere: %s" % ", ".join("%s on %s" % (move["pod"], move["landed_on"]) for move in misplaced)
-        if misplaced else ""))
+    evicted = [move for move in result["moves"] if move["outcome"] == "evicted"]
+    misplaced = [move for move in evicted if not move["as_planned"]]
+    return ("Measured: max skew per owner %d -> %d, per zone %d -> %d; %d of %d move(s) made, %d replacement(s) "
+            "where planned%s." % (
+                result["skew_before"]["max_skew"], result["skew_after"]["max_skew"],
+                result["skew_before"]["max_zone_skew"], result["skew_after"]["max_zone_skew"],
+                len(evicted), len(result["moves"]), len(evicted) - len(misplaced),
+                "; elsewhere: %s" % ", ".join("%s on %s" % (move["pod"], move["landed_on"] or "no node yet")
+                                              for move in misplaced) if misplaced else ""))
