@@ -143,6 +143,24 @@ def test_do_not_disrupt_pods_stay_where_they_are(cluster, namespace, make_nodes,
     assert stuck and "do-not-disrupt" in stuck[0]["reason"]
 
 
+def test_a_pass_blocked_by_a_pdb_fails_naming_it_and_leaves_no_taint(
+        cluster, namespace, make_nodes, run_play, test_id):
+    (first,) = zoned_nodes(make_nodes, "a", "old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 4, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
+    wait_until(lambda: running_pods(cluster, namespace, "app=db", 4), 90, "4 db pods")
+    added = zoned_nodes(make_nodes, "b", "new")
+
+    result = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace], "timeout": 6,
+                                                       "steering": "NoSchedule"}}])
+    step = result.steps[0]
+    assert result.rc != 0
+    assert "blocked by PDB %s/db" % namespace in step["msg"]
+    assert {move["outcome"] for move in step["moves"]} <= {"blocked", "pending"}
+    assert steering_taints(cluster, [first] + added) == [], "the taints go, also when the pass fails"
+    assert pods_per_node(cluster, namespace, "db", [first]) == {first: 4}
+
+
 def test_bad_input_fails_before_anything_is_read(run_play):
     result = run_play([{"kubeops.rotation.rebalance": {"max_unavailable_per_owner": "0"}}])
     assert result.rc != 0
