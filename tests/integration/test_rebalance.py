@@ -161,6 +161,24 @@ def test_a_pass_blocked_by_a_pdb_fails_naming_it_and_leaves_no_taint(
     assert pods_per_node(cluster, namespace, "db", [first]) == {first: 4}
 
 
+def test_utilization_relieves_a_hot_node(cluster, namespace, make_nodes, run_play, test_id):
+    (hot,) = zoned_nodes(make_nodes, "a", "hot")
+    spec = deployment("big", 3, {TEST_LABEL: test_id})
+    spec["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    cluster.apps.create_namespaced_deployment(namespace, spec)
+    wait_until(lambda: running_pods(cluster, namespace, "app=big", 3), 90, "3 big pods on one node")
+    cold = zoned_nodes(make_nodes, "bc", "cold")
+
+    result = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace], "strategies": ["utilization"],
+                                                       "timeout": 120}}])
+    step = result.steps[0]
+    assert result.rc == 0, result
+    assert step["skew_before"]["utilization"][hot] == 75.0
+    assert [move["from"] for move in step["moves"]] == [hot, hot]
+    assert sorted(move["landed_on"] for move in step["moves"]) == sorted(cold)
+    assert pods_per_node(cluster, namespace, "big", [hot] + cold) == dict.fromkeys([hot] + cold, 1)
+
+
 def test_bad_input_fails_before_anything_is_read(run_play):
     result = run_play([{"kubeops.rotation.rebalance": {"max_unavailable_per_owner": "0"}}])
     assert result.rc != 0
