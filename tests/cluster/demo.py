@@ -25,20 +25,19 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import cluster as local_cluster  # noqa: E402
+from clients import ClusterClients  # noqa: E402
 from ansible_run import run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import DisruptionWatcher, daemon_set, deployment, pdb, stateful_set  # noqa: E402
-from kubernetes import client as k8s_client  # noqa: E402
-from kubernetes import config as k8s_config  # noqa: E402
 
 MIN_READY = {"web": 3, "checkout": 1}
 
 
-class Demo:
+class Demo(ClusterClients):
     """The scenario; ``prefix`` names its namespace, nodes, pool and rotation id, so tests can run it side by side."""
 
     def __init__(self, kubeconfig, prefix=""):
-        self.kubeconfig = kubeconfig
+        super().__init__(kubeconfig)
         self.namespace = prefix + "shop"
         self.old_nodes = {prefix + name: zone for name, zone in (
             ("old-a-1", "zone-a"), ("old-a-2", "zone-a"), ("old-b-1", "zone-b"), ("old-b-2", "zone-b"))}
@@ -51,22 +50,14 @@ class Demo:
             "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
             "rotate_nodes_template_capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
         }
-        self.api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
-        self.core = k8s_client.CoreV1Api(self.api_client)
-        self.apps = k8s_client.AppsV1Api(self.api_client)
-        self.batch = k8s_client.BatchV1Api(self.api_client)
-        self.policy = k8s_client.PolicyV1Api(self.api_client)
-
-    def pods(self, namespace, selector=None):
-        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
 
     def setup(self):
         for name, zone in self.old_nodes.items():
             self.core.create_node(fake_node(name, {"kubeops.io/pool": self.old_pool, "node-version": "v1",
                                                    "topology.kubernetes.io/zone": zone}))
         self.core.create_namespace({"metadata": {"name": self.namespace}})
-        self._wait(lambda: any(sa.metadata.name == "default"
-                               for sa in self.core.list_namespaced_service_account(self.namespace).items), "namespace")
+        self.wait(lambda: any(sa.metadata.name == "default"
+                              for sa in self.core.list_namespaced_service_account(self.namespace).items), "namespace")
         self.apps.create_namespaced_deployment(self.namespace, deployment("web", 4, {}))
         self.policy.create_namespaced_pod_disruption_budget(self.namespace, pdb("web", {"app": "web"}, min_available=3))
         db = stateful_set("db", 2, {})
@@ -78,18 +69,11 @@ class Demo:
         self.apps.create_namespaced_daemon_set(self.namespace, daemon_set("agent", {}))
         self.batch.create_namespaced_job(self.namespace, {"metadata": {"name": "report"}, "spec": {"template": {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox"}]}}}})
-        self._wait(lambda: self._ready_count() >= 4 + 2 + 1 + 4, "the workloads to be Ready")
+        self.wait(lambda: self._ready_count() >= 4 + 2 + 1 + 4, "the workloads to be Ready")
 
     def _ready_count(self):
         return sum(1 for pod in self.pods(self.namespace) if pod.status.phase == "Running" and any(
             c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
-
-    def _wait(self, predicate, what, timeout=120):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise RuntimeError("timed out waiting for %s" % what)
-            time.sleep(0.5)
 
     def rotate(self, work_dir, extra=None, check=False):
         """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""

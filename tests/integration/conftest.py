@@ -20,8 +20,6 @@ import time
 import uuid
 
 import pytest
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,6 +29,7 @@ sys.path.insert(0, CLUSTER_DIR)
 
 import cluster as local_cluster  # noqa: E402
 from ansible_run import INSTALLED_COLLECTIONS, run_collection_playbook, run_tasks  # noqa: E402
+from clients import ClusterClients  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 
 TEST_LABEL = "kubeops.io/test"
@@ -49,23 +48,15 @@ def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):
         time.sleep(interval)
 
 
-class Cluster:
+class Cluster(ClusterClients):
     def __init__(self, kubeconfig, kubectl, has_provisioner):
-        self.kubeconfig = kubeconfig
+        super().__init__(kubeconfig)
         self.kubectl_binary = kubectl
         self.has_provisioner = has_provisioner
-        api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
-        self.api_client = api_client
-        self.core = k8s_client.CoreV1Api(api_client)
-        self.apps = k8s_client.AppsV1Api(api_client)
-        self.policy = k8s_client.PolicyV1Api(api_client)
 
     def kubectl(self, *args, check=True):
         return subprocess.run([self.kubectl_binary, "--kubeconfig", self.kubeconfig] + list(args),
                               capture_output=True, text=True, check=check)
-
-    def pods(self, namespace, selector=None):
-        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
 
 
 def _peak_memory_kib(pids):

@@ -1,0 +1,30 @@
+"""API clients on a test cluster, as the demo, the benchmarks and the integration fixtures use them."""
+
+from __future__ import annotations
+
+import time
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+
+class ClusterClients:
+    """The API groups the scenarios touch, the pods of a namespace, and waiting for a condition."""
+
+    def __init__(self, kubeconfig):
+        self.kubeconfig = kubeconfig
+        self.api_client = k8s_config.new_client_from_config(config_file=kubeconfig)
+        self.core = k8s_client.CoreV1Api(self.api_client)
+        self.apps = k8s_client.AppsV1Api(self.api_client)
+        self.batch = k8s_client.BatchV1Api(self.api_client)
+        self.policy = k8s_client.PolicyV1Api(self.api_client)
+
+    def pods(self, namespace, selector=None):
+        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
+
+    def wait(self, predicate, what, timeout=120):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise RuntimeError("timed out waiting for %s" % what)
+            time.sleep(0.3)
