@@ -12,7 +12,8 @@ rebalance plan place pods through ``Room``, so both agree on what fits.
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.pods import pod_key, selector_matches
+from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import ZONE_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.pods import claim_names, pod_key, selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.warm import RESOURCES, parse_quantity, pod_requests
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -56,6 +57,21 @@ def node_accepts(pod, node):
     taints = [taint for taint in (node.get("spec") or {}).get("taints") or []
               if taint.get("effect") in ("NoSchedule", "NoExecute")]
     return all(tolerates(pod, taint) for taint in taints)
+
+
+def bound_volume(pod, claim_zones):
+    """(claim, zones) of the first PersistentVolumeClaim of the pod whose volume is bound to zones
+    ("a" or "a,b", from ``claim_zones``, "namespace/claim" -> zones), or None."""
+    for claim in claim_names(pod):
+        zones = claim_zones.get("%s/%s" % (pod["metadata"]["namespace"], claim))
+        if zones:
+            return claim, zones
+    return None
+
+
+def in_zones(node, zones):
+    """Whether ``node`` is in one of ``zones`` ("a" or "a,b")."""
+    return node_labels(node).get(ZONE_LABEL) in zones.split(",")
 
 
 def hostname_anti_affinity_selectors(pod):

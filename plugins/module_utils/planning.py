@@ -14,7 +14,7 @@ import math
 import re
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import ZONE_LABEL, is_schedulable
-from ansible_collections.kubeops.rotation.plugins.module_utils.placement import fit
+from ansible_collections.kubeops.rotation.plugins.module_utils.placement import bound_volume, fit, in_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
@@ -179,10 +179,6 @@ def warm_template(name, labels, allocatable, taints=()):
             "spec": {"taints": list(taints)}, "status": {"allocatable": dict(allocatable)}}
 
 
-def _zone_ok(pod_zone, node):
-    return not pod_zone or ((node.get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL) == pod_zone
-
-
 def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None):
     """The whole rotation plan. Pure.
 
@@ -228,14 +224,12 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         warm = [warm_template("warm-%d-%d" % (index, n), pool_labels, warm_free) for n in range(warm_count)]
         zones = {}
         for pod in movers:
-            for volume in (pod.get("spec") or {}).get("volumes") or []:
-                claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-                zone = (claim_zones or {}).get("%s/%s" % (pod["metadata"]["namespace"], claim)) if claim else None
-                if zone:
-                    zones[pod_key(pod)] = zone
+            bound = bound_volume(pod, claim_zones or {})
+            if bound:
+                zones[pod_key(pod)] = bound[1]
         placement, unplaced = fit([p for p in movers if pod_key(p) not in zones], targets + warm, residents)
         for pod in [p for p in movers if pod_key(p) in zones]:
-            zone_targets = [node for node in targets + warm if _zone_ok(zones[pod_key(pod)], node)]
+            zone_targets = [node for node in targets + warm if in_zones(node, zones[pod_key(pod)])]
             extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
             placement.update(extra_placement)
             unplaced.extend(dict(entry, reason="its volume is bound to zone %s: %s" % (

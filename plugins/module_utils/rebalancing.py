@@ -32,13 +32,15 @@ from dataclasses import dataclass, field
 from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import ZONE_LABEL, is_ready
 from ansible_collections.kubeops.rotation.plugins.module_utils.placement import (
     Room,
+    bound_volume,
     domain_counts,
     hard_spread_constraints,
+    in_zones,
     node_accepts,
+    node_labels,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import (
     FilterOptions,
-    claim_names,
     controller_of,
     judge,
     namespace_filter,
@@ -128,7 +130,7 @@ def spread(nodes, pods, replica_set_owners, options=FilterOptions(), selected=No
     pods_by_node = {name: [] for name in names}
     for pod in everything:
         pods_by_node[pod["spec"]["nodeName"]].append(pod)
-    zones = {node["metadata"]["name"]: ((node["metadata"].get("labels") or {}).get(ZONE_LABEL)) for node in nodes}
+    zones = {node["metadata"]["name"]: node_labels(node).get(ZONE_LABEL) for node in nodes}
     owners = {}
     for key, members in sorted(owner_groups(pods, replica_set_owners).items()):
         per_node = {node["metadata"]["name"]: 0 for node in nodes if node_accepts(members[0], node)}
@@ -253,11 +255,9 @@ class Planner:
 
     def _volume_zone_conflict(self, pod, target):
         """Why a pod's PersistentVolume cannot follow it to ``target`` (bound to another zone), or None."""
-        zone = (self.room.nodes[target]["metadata"].get("labels") or {}).get(ZONE_LABEL)
-        for claim in claim_names(pod):
-            bound = self.claim_zones.get("%s/%s" % (pod["metadata"]["namespace"], claim))
-            if bound and zone not in bound.split(","):
-                return "its volume %s is bound to zone %s" % (claim, bound)
+        bound = bound_volume(pod, self.claim_zones)
+        if bound and not in_zones(self.room.nodes[target], bound[1]):
+            return "its volume %s is bound to zone %s" % bound
         return None
 
     def _record(self, pod, source, target, strategy, reason):
@@ -274,14 +274,6 @@ class Planner:
         self.stuck.append({"strategy": strategy, "target": target, "skew": skew,
                            "reason": "; ".join(unique[:5]) + ("; ..." if len(unique) > 5 else "")
                            if unique else "no pod to move"})
-
-    def _placed(self, pods):
-        """The pods as they are placed now (moves applied), by node."""
-        placed = {}
-        for name, residents in self.room.pods_by_node.items():
-            keys = {pod_key(pod) for pod in residents}
-            placed[name] = [pod for pod in pods if pod_key(pod) in keys]
-        return placed
 
     # -- strategies -------------------------------------------------------
 
@@ -318,7 +310,7 @@ class Planner:
         return [name for _count, _here, name in sorted(ranked)]
 
     def _domain(self, name, topology_key):
-        return (self.room.nodes[name]["metadata"].get("labels") or {}).get(topology_key)
+        return node_labels(self.room.nodes[name]).get(topology_key)
 
     def duplicates(self):
         for owner, members in sorted(owner_groups(self.pods, self.replica_set_owners).items()):
