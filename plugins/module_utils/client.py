@@ -245,6 +245,28 @@ class Client:
                 nodes[node["metadata"]["name"]] = node
         return [nodes[name] for name in sorted(nodes)], missing
 
+    def update_node(self, node, plan, apply=True, attempts=3):
+        """Patch a node with what ``plan(node)`` returns, ``(result, patch)``, and return that result.
+
+        The patch is expected to be guarded by the node's resourceVersion
+        (nodes.guarded): when the node changed in between (409, 422), it is read
+        again and planned again, up to ``attempts`` times. Nothing is patched
+        when the patch is empty or ``apply`` is false.
+        """
+        attempt = 1
+        while True:
+            result, patch = plan(node)
+            if not apply or not patch:
+                return result
+            try:
+                self.core.patch_node(node["metadata"]["name"], patch)
+                return result
+            except ApiException as exc:
+                if exc.status not in (409, 422) or attempt >= attempts:
+                    raise
+            attempt += 1
+            node = self.to_dict(self.core.read_node(node["metadata"]["name"]))
+
     def watch(self, list_method, resource_version, timeout, **kwargs):
         """Yield (event type, object as dict) from a watch until ``timeout`` seconds pass.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import annotation_path, guarded
 from ansible_collections.kubeops.rotation.plugins.module_utils.times import utc_now
 
 CORDONED_BY = "kubeops.io/cordoned-by"
@@ -60,10 +60,6 @@ def _is_our_taint(taint):
     return taint.get("key") == CORDON_TAINT["key"] and taint.get("effect") == CORDON_TAINT["effect"]
 
 
-def _pointer(key):
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def _patch(node, before, after):
     """JSON patch from ``before`` to ``after``, guarded by the node's resourceVersion."""
     metadata = node.get("metadata") or {}
@@ -75,7 +71,7 @@ def _patch(node, before, after):
             operations.append({"op": "add", "path": "/metadata/annotations", "value": dict(after["annotations"])})
         else:
             for key in CORDON_ANNOTATIONS:
-                path = "/metadata/annotations/" + _pointer(key)
+                path = annotation_path(key)
                 if key in after["annotations"] and after["annotations"][key] != before["annotations"].get(key):
                     operations.append({"op": "add", "path": path, "value": after["annotations"][key]})
                 elif key in before["annotations"] and key not in after["annotations"]:
@@ -85,10 +81,7 @@ def _patch(node, before, after):
         if after["taint"]:
             taints.append(dict(CORDON_TAINT))
         operations.append({"op": "add", "path": "/spec/taints", "value": taints})
-    if operations:
-        operations.insert(0, {"op": "test", "path": "/metadata/resourceVersion",
-                              "value": metadata.get("resourceVersion")})
-    return operations
+    return guarded(node, operations)
 
 
 def _change(node, action, reason, after):
@@ -150,22 +143,7 @@ def apply_cordon(client, names, selector, state, why, taint, force, check_mode, 
     now = now or utc_now()
 
     def plan(node):
-        if state == "cordoned":
-            return plan_cordon(node, who, why, now, taint)
-        return plan_uncordon(node, force)
+        change = plan_cordon(node, who, why, now, taint) if state == "cordoned" else plan_uncordon(node, force)
+        return change, change.patch
 
-    changes = []
-    for node in nodes:
-        change = plan(node)
-        for attempt in range(1, attempts + 1):
-            if check_mode or not change.changed:
-                break
-            try:
-                client.core.patch_node(change.name, change.patch)
-                break
-            except ApiException as exc:  # 422: the resourceVersion test failed, the node changed
-                if exc.status not in (409, 422) or attempt == attempts:
-                    raise
-            change = plan(client.to_dict(client.core.read_node(change.name)))
-        changes.append(change)
-    return changes
+    return [client.update_node(node, plan, apply=not check_mode, attempts=attempts) for node in nodes]

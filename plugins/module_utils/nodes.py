@@ -9,6 +9,20 @@ from __future__ import annotations
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
+def annotation_path(key):
+    """The JSON patch path of annotation ``key`` ("/" and "~" escaped as JSON pointers want)."""
+    return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def guarded(node, operations):
+    """``operations`` led by a test of the node's resourceVersion, so that the patch fails (422)
+    when the node changed since it was read; [] stays []."""
+    if not operations:
+        return []
+    return [{"op": "test", "path": "/metadata/resourceVersion",
+             "value": (node.get("metadata") or {}).get("resourceVersion")}] + list(operations)
+
+
 def condition_status(node, condition_type):
     """The status ("True", "False", "Unknown") of a node condition, or None when absent."""
     for condition in (node.get("status") or {}).get("conditions") or []:

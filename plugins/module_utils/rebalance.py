@@ -24,6 +24,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import (
     summarize_entries,
     timeout_message,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import guarded
 from ansible_collections.kubeops.rotation.plugins.module_utils.pods import judge, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.rebalancing import (
     in_scope,
@@ -47,30 +48,26 @@ def without_steering(node):
     return dict(node, spec=spec)
 
 
-def set_steering(client, names, effect, attempts=3):
-    """Put the steering taint with ``effect`` on nodes ``names``, or take it off (``effect`` None).
+def steering_patch(node, effect):
+    """The guarded JSON patch that puts the steering taint with ``effect`` on the node, or takes it
+    off (``effect`` None); [] when the node is that way already. Pure."""
+    taints = (node.get("spec") or {}).get("taints") or []
+    wanted = [taint for taint in taints if taint.get("key") != STEERING_TAINT_KEY]
+    if effect:
+        wanted.append({"key": STEERING_TAINT_KEY, "value": "true", "effect": effect})
+    return guarded(node, [{"op": "add", "path": "/spec/taints", "value": wanted}] if wanted != taints else [])
 
-    Each patch replaces the node's taints guarded by its resourceVersion, and
-    is redone from a fresh read when the node changed in between.
-    """
+
+def set_steering(client, names, effect):
+    """Put the steering taint with ``effect`` on nodes ``names``, or take it off (``effect`` None);
+    a node deleted meanwhile is left alone."""
     for name in names:
-        for attempt in range(1, attempts + 1):
-            node = client.to_dict(client.core.read_node(name))
-            kept = [taint for taint in (node.get("spec") or {}).get("taints") or []
-                    if taint.get("key") != STEERING_TAINT_KEY]
-            wanted = kept + ([{"key": STEERING_TAINT_KEY, "value": "true", "effect": effect}] if effect else [])
-            if wanted == ((node.get("spec") or {}).get("taints") or []):
-                break
-            try:
-                client.core.patch_node(name, [
-                    {"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
-                    {"op": "add", "path": "/spec/taints", "value": wanted}])
-                break
-            except ApiException as exc:
-                if exc.status == 404:
-                    break
-                if exc.status not in (409, 422) or attempt == attempts:
-                    raise
+        try:
+            client.update_node(client.to_dict(client.core.read_node(name)),
+                               lambda node: (None, steering_patch(node, effect)))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
 
 def _selected(client, pod_selector):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.client import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import annotation_path
 from ansible_collections.kubeops.rotation.plugins.module_utils.planning import ROTATION_ID, ROTATION_PHASE
 from ansible_collections.kubeops.rotation.plugins.module_utils.times import utc_now
 
@@ -24,8 +25,7 @@ def phase_patch(node, rotation_id, phase, now):
     values = {ROTATION_ID: rotation_id, ROTATION_PHASE: phase, PHASE_AT: now}
     if not annotations and (node.get("metadata") or {}).get("annotations") is None:
         return [{"op": "add", "path": "/metadata/annotations", "value": values}]
-    return [{"op": "add", "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1"), "value": value}
-            for key, value in values.items()]
+    return [{"op": "add", "path": annotation_path(key), "value": value} for key, value in values.items()]
 
 
 def record_phase(client, names, rotation_id, phase, delete=False, check_mode=False):

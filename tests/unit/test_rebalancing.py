@@ -169,3 +169,17 @@ def test_a_pod_whose_volume_is_bound_to_a_zone_moves_only_within_it():
     plan = plan_rebalance([OLD[0]] + NEW, pods, OWNERS, RebalanceSettings(), claim_zones={"ns/data": "a"})
     assert [move["to"] for move in plan["moves"]] == ["new-0"]
     assert "its volume data is bound to zone a" in plan["stuck"][0]["reason"]
+
+
+def test_steering_patch_adds_and_removes_only_its_own_taint_guarded_by_the_resource_version():
+    from ansible_collections.kubeops.rotation.plugins.module_utils.rebalance import steering_patch
+    other = {"key": "gpu", "effect": "NoSchedule"}
+    plain = {"metadata": {"name": "n", "resourceVersion": "7"}, "spec": {"taints": [other]}}
+    added = steering_patch(plain, "PreferNoSchedule")
+    assert added[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
+    steered = [other, {"key": "kubeops.io/rebalancing", "value": "true", "effect": "PreferNoSchedule"}]
+    assert added[1] == {"op": "add", "path": "/spec/taints", "value": steered}
+    tainted = dict(plain, spec={"taints": steered})
+    assert steering_patch(tainted, "PreferNoSchedule") == []
+    assert steering_patch(tainted, None)[1]["value"] == [other]
+    assert steering_patch(plain, None) == []
