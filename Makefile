@@ -12,9 +12,12 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link unit integration sanity lint bench demo down clean
+.PHONY: test venv cluster-bin collection checkout-link unit client-versions integration sanity lint bench demo down clean
 
-test: unit integration sanity lint
+# The oldest and the newest kubernetes client that requirements.txt allows.
+KUBERNETES_CLIENT_VERSIONS := 29.0.0 37.0.2
+
+test: unit client-versions integration sanity lint
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt tests/requirements.txt
@@ -39,6 +42,16 @@ checkout-link:
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
+
+# The client tests on every end of the kubernetes client range we promise, each in a venv of its own.
+client-versions: venv
+	set -e; for version in $(KUBERNETES_CLIENT_VERSIONS); do \
+	  env=$(CACHE)/venv-kubernetes-$$version; \
+	  test -f $$env/.installed || { $(PYTHON) -m venv $$env && \
+	    $$env/bin/pip install --quiet kubernetes==$$version $$(grep -E '^(ansible-core|jmespath|pytest)==' tests/requirements.txt) && \
+	    touch $$env/.installed; }; \
+	  echo "kubernetes $$version:"; $$env/bin/python -m pytest -q tests/unit/test_client.py; \
+	done
 
 integration: venv cluster-bin collection checkout-link
 	$(BIN)/python -m pytest tests/integration
@@ -66,4 +79,4 @@ down:
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
 
 clean: down
-	rm -rf $(VENV) $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity
+	rm -rf $(VENV) $(CACHE)/venv-kubernetes-* $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity

@@ -8,7 +8,7 @@ from __future__ import annotations
 class ModuleDocFragment:
     # The connection options that every module of the collection shares; the
     # argument spec they document is CONNECTION_ARGUMENT_SPEC in
-    # module_utils/client.py. module_defaults can set them for all modules at
+    # module_utils/ansible_module.py. module_defaults can set them for all modules at
     # once through the action group group/kubeops.rotation.k8s.
     DOCUMENTATION = r"""
 options:

@@ -125,21 +125,20 @@ api_requests:
   sample: 3
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.nodes import nodes_report
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import nodes_report
 
 
 def main():
     module = kubernetes_module(dict(node_selector=dict(type="str")))
 
-    def look(client):
+    def look(client, _settings):
         nodes = client.list_all(client.core.list_node, label_selector=module.params["node_selector"])
-        return client.version.get_code().git_version, client.whoami(), nodes
+        summaries, counts = nodes_report(nodes)
+        return dict(changed=False, server_version=client.version.get_code().git_version, user=client.whoami(),
+                    nodes=summaries, summary=counts)
 
-    client, (version, user, nodes) = run_with_client(module, look)
-    summaries, counts = nodes_report(nodes)
-    module.exit_json(changed=False, server_version=version, user=user, nodes=summaries, summary=counts,
-                     api_requests=client.request_count)
+    run_module(module, look)
 
 
 if __name__ == "__main__":

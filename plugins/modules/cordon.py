@@ -33,6 +33,8 @@ options:
   node_selector:
     description:
       - Label selector of further nodes, for example V(kubeops.io/pool=old).
+      - An empty or blank selector is refused (a templated variable that came
+        out empty must not look like success); nothing is changed.
     type: str
   state:
     description:
@@ -58,6 +60,16 @@ options:
       - With O(state=uncordoned), also uncordon nodes that someone else cordoned.
     type: bool
     default: false
+  rotation_id:
+    description:
+      - Also record, in the same guarded patch, that rotation O(rotation_id)
+        has cordoned the node (the annotations C(kubeops.io/rotation-id),
+        C(kubeops.io/rotation-phase=cordoned) and C(kubeops.io/rotation-phase-at)
+        that M(kubeops.rotation.rotation_state) writes). A node a rotation
+        already took further (drained, retired) is not moved back.
+      - Only with O(state=cordoned).
+    type: str
+    version_added: 0.2.0
 attributes:
   check_mode:
     support: full
@@ -75,6 +87,12 @@ EXAMPLES = r"""
     node_selector: kubeops.io/pool=general-v1
     reason: "rotation {{ rotation_id }}: new AMI"
     taint: true
+
+- name: Cordon a rotation's batch and record its phase in the same patch
+  kubeops.rotation.cordon:
+    nodes: [ip-10-0-1-5.ec2.internal, ip-10-0-2-7.ec2.internal]
+    reason: "rotation ami-2026-12, batch 1/3"
+    rotation_id: ami-2026-12
 
 - name: Undo our cordons only (a node an SRE cordoned stays cordoned)
   kubeops.rotation.cordon:
@@ -129,8 +147,20 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.cordon import NodesNotFound, apply_cordon
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import apply_cordon
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+
+
+def validated(params):
+    if params["nodes"] is not None and not [name for name in params["nodes"] if name]:
+        raise InvalidInput("nodes is empty: name at least one node; nothing was changed.")
+    if params["node_selector"] is not None and not params["node_selector"].strip():
+        raise InvalidInput("node_selector is empty: it would select no node (or, to kubectl, every node); "
+                           "nothing was changed.")
+    if params["rotation_id"] and params["state"] != "cordoned":
+        raise InvalidInput("rotation_id records a rotation's cordon; it needs state: cordoned.")
+    return params
 
 
 def main():
@@ -142,24 +172,25 @@ def main():
             reason=dict(type="str", default=""),
             taint=dict(type="bool", default=False),
             force=dict(type="bool", default=False),
+            rotation_id=dict(type="str"),
         ),
         required_one_of=[["nodes", "node_selector"]],
     )
-    params = module.params
-    client, changes = run_with_client(module, lambda client: apply_cordon(
-        client, params["nodes"], params["node_selector"], params["state"], params["reason"], params["taint"],
-        params["force"], check_mode=module.check_mode), expected_errors=(NodesNotFound,))
-    changed = [change for change in changes if change.changed]
-    result = dict(
-        changed=bool(changed),
-        nodes=[change.result() for change in changes],
-        summary={"nodes": len(changes), "changed": len(changed), "unchanged": len(changes) - len(changed)},
-        api_requests=client.request_count,
-    )
-    if module._diff:
-        result["diff"] = {"before": {change.name: change.before for change in changed},
-                          "after": {change.name: change.after for change in changed}}
-    module.exit_json(**result)
+
+    def cordon(client, params):
+        changes = apply_cordon(client, params["nodes"], params["node_selector"], params["state"], params["reason"],
+                               params["taint"], params["force"], check_mode=module.check_mode,
+                               rotation_id=params["rotation_id"])
+        changed = [change for change in changes if change.changed]
+        return dict(
+            changed=bool(changed),
+            nodes=[change.result() for change in changes],
+            summary={"nodes": len(changes), "changed": len(changed), "unchanged": len(changes) - len(changed)},
+            diff={"before": {change.name: change.before for change in changed},
+                  "after": {change.name: change.after for change in changed}},
+        )
+
+    run_module(module, cordon, validated)
 
 
 if __name__ == "__main__":

@@ -258,9 +258,12 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError, drain
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions, unavailable_limit_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, drain
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionSettings, Limits
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
 
 EVICT_ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="str"),
@@ -288,37 +291,42 @@ EVICT_ARGUMENT_SPEC = dict(
 )
 
 
-def main():
-    module = kubernetes_module(EVICT_ARGUMENT_SPEC,
-                               required_one_of=[["nodes", "node_selector", "namespaces", "pod_selector"]])
-    params = module.params
-    error = validate(params)
-    if error:
-        module.fail_json(msg=error)
-    if params["disable_eviction"]:
-        module.warn("disable_eviction is on: pods are deleted, bypassing their PodDisruptionBudgets.")
+def validated(params):
+    """(PodSelection, FilterOptions, EvictionSettings) from the parameters, or InvalidInput for parameters
+    that make no sense, before anything is read or changed."""
+    for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace", "max_evictions"):
+        if params[name] is not None and params[name] < (1 if name != "max_evictions" else 0):
+            raise InvalidInput("%s must be a positive number, got %s." % (name, params[name]))
+    if params["grace_period"] is not None and params["grace_period"] < 0:
+        raise InvalidInput("grace_period must be 0 or more, got %s." % params["grace_period"])
+    if params["max_unavailable_per_owner"] is not None and unavailable_limit_error(params["max_unavailable_per_owner"]):
+        raise InvalidInput(unavailable_limit_error(params["max_unavailable_per_owner"]))
+    selection = PodSelection(tuple(params["nodes"] or ()), params["node_selector"], tuple(params["namespaces"] or ()),
+                             params["pod_selector"], params["field_selector"])
     options = FilterOptions(
         force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
         respect_do_not_disrupt=params["respect_do_not_disrupt"], evict_system_critical=params["evict_system_critical"],
         namespaces=tuple(params["namespaces"] or ()), exclude_namespaces=tuple(params["exclude_namespaces"]))
-    client, report = run_with_client(module, lambda client: drain(client, params, options, module.check_mode),
-                                     expected_errors=(SelectionError,))
-    report["api_requests"] = client.request_count
-    if report.pop("error", None):
-        module.fail_json(**report)
-    module.exit_json(**report)
+    limits = Limits(params["max_in_flight"], params["max_per_node"], params["max_per_namespace"],
+                    params["max_unavailable_per_owner"], params["max_evictions"])
+    settings = EvictionSettings(timeout=params["timeout"], wait=params["wait"],
+                                wait_for_replacements=params["wait_for_replacements"],
+                                grace_period=params["grace_period"], disable_eviction=params["disable_eviction"],
+                                limits=limits, reason=params["reason"] or "")
+    return selection, options, settings
 
 
-def validate(params):
-    """A message for parameters that make no sense together, before anything is read or changed."""
-    for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace", "max_evictions"):
-        if params[name] is not None and params[name] < (1 if name != "max_evictions" else 0):
-            return "%s must be a positive number, got %s." % (name, params[name])
-    if params["grace_period"] is not None and params["grace_period"] < 0:
-        return "grace_period must be 0 or more, got %s." % params["grace_period"]
-    if params["max_unavailable_per_owner"] is not None:
-        return unavailable_limit_error(params["max_unavailable_per_owner"])
-    return None
+def main():
+    module = kubernetes_module(EVICT_ARGUMENT_SPEC,
+                               required_one_of=[["nodes", "node_selector", "namespaces", "pod_selector"]])
+    if module.params["disable_eviction"]:
+        module.warn("disable_eviction is on: pods are deleted, bypassing their PodDisruptionBudgets.")
+
+    def evict(client, settings):
+        selection, options, eviction = settings
+        return drain(client, selection, options, eviction, module.params["skip_refused"], module.check_mode)
+
+    run_module(module, evict, validated)
 
 
 if __name__ == "__main__":

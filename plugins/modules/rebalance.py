@@ -267,11 +267,13 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.pods import FilterOptions, unavailable_limit_error
-from ansible_collections.kubeops.rotation.plugins.module_utils.rebalance import rebalance
-from ansible_collections.kubeops.rotation.plugins.module_utils.rebalancing import RebalanceSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionSettings, Limits
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rebalance import RebalanceRequest, rebalance
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import RebalanceSettings
 
 REBALANCE_ARGUMENT_SPEC = dict(
     strategies=dict(type="list", elements="str", choices=["topology_spread", "duplicates", "utilization"],
@@ -295,13 +297,21 @@ REBALANCE_ARGUMENT_SPEC = dict(
 )
 
 
-def main():
-    module = kubernetes_module(REBALANCE_ARGUMENT_SPEC)
-    params = module.params
-    error = validate(params)
-    if error:
-        module.fail_json(msg=error)
-    settings = RebalanceSettings(
+def validated(params):
+    """The RebalanceRequest of the parameters, or InvalidInput for parameters that make no sense, before
+    anything is read or changed."""
+    if not params["strategies"]:
+        raise InvalidInput("strategies must name at least one strategy.")
+    for name in ("max_skew", "timeout", "max_in_flight", "max_per_owner"):
+        if params[name] is not None and params[name] < 1:
+            raise InvalidInput("%s must be 1 or more, got %s." % (name, params[name]))
+    if params["max_evictions"] is not None and params["max_evictions"] < 0:
+        raise InvalidInput("max_evictions must be 0 or more, got %s." % params["max_evictions"])
+    if not 0 < params["utilization_deviation"] < 100:
+        raise InvalidInput("utilization_deviation must be between 1 and 99, got %s." % params["utilization_deviation"])
+    if params["max_unavailable_per_owner"] is not None and unavailable_limit_error(params["max_unavailable_per_owner"]):
+        raise InvalidInput(unavailable_limit_error(params["max_unavailable_per_owner"]))
+    plan = RebalanceSettings(
         strategies=tuple(params["strategies"]), max_skew=params["max_skew"],
         utilization_deviation=float(params["utilization_deviation"]), max_evictions=params["max_evictions"],
         max_per_owner=params["max_per_owner"],
@@ -310,32 +320,17 @@ def main():
                               evict_system_critical=params["evict_system_critical"],
                               namespaces=tuple(params["namespaces"] or ()),
                               exclude_namespaces=tuple(params["exclude_namespaces"])))
-    client, report = run_with_client(module, lambda client: rebalance(client, params, settings, module.check_mode),
-                                     expected_errors=(SelectionError,))
-    report["api_requests"] = client.request_count
-    if report.get("back_on_source"):
-        landed_back = ["%(owner)s on %(node)s" % entry for entry in report["back_on_source"]]
-        module.warn("%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
-            len(landed_back), ", ".join(landed_back)))
-    if report.pop("error", None):
-        module.fail_json(**report)
-    module.exit_json(**report)
+    eviction = EvictionSettings(timeout=params["timeout"], wait=True, wait_for_replacements=True,
+                                limits=Limits(max_in_flight=params["max_in_flight"],
+                                              max_unavailable_per_owner=params["max_unavailable_per_owner"]),
+                                reason=params["reason"] or "")
+    return RebalanceRequest(plan=plan, node_selector=params["node_selector"], pod_selector=params["pod_selector"],
+                            steering=params["steering"], eviction=eviction)
 
 
-def validate(params):
-    """A message for parameters that make no sense, before anything is read or changed."""
-    if not params["strategies"]:
-        return "strategies must name at least one strategy."
-    for name in ("max_skew", "timeout", "max_in_flight", "max_per_owner"):
-        if params[name] is not None and params[name] < 1:
-            return "%s must be 1 or more, got %s." % (name, params[name])
-    if params["max_evictions"] is not None and params["max_evictions"] < 0:
-        return "max_evictions must be 0 or more, got %s." % params["max_evictions"]
-    if not 0 < params["utilization_deviation"] < 100:
-        return "utilization_deviation must be between 1 and 99, got %s." % params["utilization_deviation"]
-    if params["max_unavailable_per_owner"] is not None:
-        return unavailable_limit_error(params["max_unavailable_per_owner"])
-    return None
+def main():
+    module = kubernetes_module(REBALANCE_ARGUMENT_SPEC)
+    run_module(module, lambda client, request: rebalance(client, request, module.check_mode), validated)
 
 
 if __name__ == "__main__":

@@ -180,8 +180,22 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.rollout import restart_workloads
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rollout import RestartSettings, restart_workloads
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
+
+
+def validated(params):
+    if params["timeout"] < 1 or params["max_concurrent"] < 1:
+        raise InvalidInput("timeout and max_concurrent must be 1 or more.")
+    return RestartSettings(
+        targets=tuple(Workload(target["kind"], target["namespace"], target["name"])
+                      for target in params["targets"] or ()),
+        label_selector=params["label_selector"], namespaces=tuple(params["namespaces"] or ()),
+        on_nodes=tuple(params["on_nodes"] or ()), include_daemonsets=params["include_daemonsets"],
+        restart_id=params["restart_id"], restarted_after=params["restarted_after"], wait=params["wait"],
+        timeout=params["timeout"], max_concurrent=params["max_concurrent"], avoid_nodes=tuple(params["avoid_nodes"]))
 
 
 def main():
@@ -205,17 +219,7 @@ def main():
         ),
         required_one_of=[["targets", "label_selector", "on_nodes"]],
     )
-    params = module.params
-    if params["timeout"] < 1 or params["max_concurrent"] < 1:
-        module.fail_json(msg="timeout and max_concurrent must be 1 or more.")
-    client, (result, failure, warnings) = run_with_client(
-        module, lambda client: restart_workloads(client, params, module.check_mode))
-    result["api_requests"] = client.request_count
-    for warning in warnings:
-        module.warn(warning)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    run_module(module, lambda client, settings: restart_workloads(client, settings, module.check_mode), validated)
 
 
 if __name__ == "__main__":

@@ -225,9 +225,46 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.rotation import plan_from_cluster
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rotation_plan import (
+    RotationRequest,
+    plan_from_cluster,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
+    AbortIf,
+    DriftRules,
+    RotationSettings,
+)
+
+
+def validated(params):
+    """The RotationRequest of the parameters, or InvalidInput before anything is read."""
+    error = count_or_percent_error("batch_size", params["batch_size"])
+    if error:
+        raise InvalidInput(error)
+    abort_if = AbortIf(**(params["abort_if"] or {}))
+    durations = (("max_node_age", params["max_node_age"]), ("abort_if.pending_pods_for", abort_if.pending_pods_for),
+                 ("abort_if.pdb_blocked_for", abort_if.pdb_blocked_for))
+    for name, value in durations:
+        try:
+            if value:
+                parse_duration(value)
+        except ValueError as exc:
+            raise InvalidInput("%s: %s" % (name, exc))
+    settings = RotationSettings(
+        rules=DriftRules(target_kubelet_version=params["target_kubelet_version"], labels=params["wanted_labels"] or {},
+                         max_node_age=params["max_node_age"], annotations=tuple(params["with_annotations"]),
+                         taints=tuple(params["with_taints"])),
+        rotation_id=params["rotation_id"], batch_size=params["batch_size"], most_disruptive=params["most_disruptive"],
+        options=FilterOptions(force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
+                              evict_system_critical=params["evict_system_critical"]),
+        pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if)
+    return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
+                           template_capacity=params["template_capacity"], template_node=params["template_node"])
 
 
 def main():
@@ -257,9 +294,7 @@ def main():
         required_one_of=[["nodes", "node_selector"]],
         mutually_exclusive=[["template_capacity", "template_node"]],
     )
-    client, plan = run_with_client(module, lambda client: plan_from_cluster(client, module.params),
-                                   expected_errors=(SelectionError, ValueError))
-    module.exit_json(changed=False, api_requests=client.request_count, **plan)
+    run_module(module, lambda client, request: dict(plan_from_cluster(client, request), changed=False), validated)
 
 
 if __name__ == "__main__":

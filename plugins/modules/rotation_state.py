@@ -79,8 +79,9 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.state import PHASES, record_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import record_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES
 
 
 def main():
@@ -91,10 +92,13 @@ def main():
         delete=dict(type="bool", default=False),
     ))
     params = module.params
-    client, results = run_with_client(module, lambda client: record_phase(
-        client, params["nodes"], params["rotation_id"], params["phase"], params["delete"], module.check_mode))
-    module.exit_json(changed=any(entry["changed"] for entry in results), nodes=results,
-                     api_requests=client.request_count)
+
+    def record(client, _settings):
+        results = record_phase(client, params["nodes"], params["rotation_id"], params["phase"], params["delete"],
+                               module.check_mode)
+        return dict(changed=any(entry["changed"] for entry in results), nodes=results)
+
+    run_module(module, record)
 
 
 if __name__ == "__main__":

@@ -210,9 +210,24 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.eviction import SelectionError
-from ansible_collections.kubeops.rotation.plugins.module_utils.module import kubernetes_module, run_with_client
-from ansible_collections.kubeops.rotation.plugins.module_utils.warm import ensure_warm_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings, ensure_warm_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+
+
+def validated(params):
+    if params["count"] is not None and params["count"] < 0:
+        raise InvalidInput("count must be 0 or more, got %s." % params["count"])
+    if params["priority"] >= 0:
+        raise InvalidInput("priority must be negative so that real pods preempt the placeholders, got %s."
+                           % params["priority"])
+    return WarmSettings(
+        name=params["name"], namespace=params["namespace"], present=params["state"] == "present", count=params["count"],
+        capacity_for_nodes=tuple(params["capacity_for_nodes"] or ()), template_capacity=params["template_capacity"],
+        template_node=params["template_node"], node_selector=params["node_selector"] or {},
+        node_affinity=params["node_affinity"], tolerations=tuple(params["tolerations"]), requests=params["requests"],
+        exclude_nodes=tuple(params["exclude_nodes"]), priority_class=params["priority_class"],
+        priority=params["priority"], image=params["image"], wait=params["wait"], timeout=params["timeout"])
 
 
 def main():
@@ -239,21 +254,7 @@ def main():
         mutually_exclusive=[["count", "capacity_for_nodes"], ["template_capacity", "template_node"]],
         required_if=[["state", "present", ["count", "capacity_for_nodes"], True]],
     )
-    params = module.params
-    if params["count"] is not None and params["count"] < 0:
-        module.fail_json(msg="count must be 0 or more, got %s." % params["count"])
-    if params["priority"] >= 0:
-        module.fail_json(msg="priority must be negative so that real pods preempt the placeholders, got %s."
-                         % params["priority"])
-    client, (result, failure) = run_with_client(
-        module, lambda client: ensure_warm_nodes(client, params, module.check_mode),
-        expected_errors=(SelectionError, ValueError))
-    result["api_requests"] = client.request_count
-    if not module._diff:
-        result.pop("diff", None)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    run_module(module, lambda client, settings: ensure_warm_nodes(client, settings, module.check_mode), validated)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ fi
 
 rm -rf "$work"
 mkdir -p "$target"
-(cd "$repo" && git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t "$target")
+# Tracked and new files as they are in the working tree (a file deleted but not yet committed is left out).
+(cd "$repo" && git ls-files --cached --others --exclude-standard -z \
+  | while IFS= read -r -d '' file; do if [ -e "$file" ]; then printf '%s\0' "$file"; fi; done \
+  | xargs -0 cp --parents -t "$target")
 cd "$target"
 PATH="$venv_bin:$PATH" "$venv_bin/ansible-test" sanity --color no --python "$("$venv_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" "$@"

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kubeops.rotation.plugins.module_utils import client as client_utils
-from ansible_collections.kubeops.rotation.plugins.module_utils.client import (
-    KubernetesClientError,
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import (
+    MAX_RETRY_DELAY,
     build_configuration,
     default_kubeconfig_path,
     retry_delay,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
 
 KUBECONFIG = {
     "apiVersion": "v1",
@@ -27,9 +28,17 @@ KUBECONFIG = {
 
 
 def params(**overrides):
-    base = {name: None for name in client_utils.CONNECTION_ARGUMENT_SPEC}
+    base = {name: None for name in CONNECTION_ARGUMENT_SPEC}
     base.update(overrides)
     return base
+
+
+def authorization(configuration):
+    """The Authorization header the client sends, as every kubernetes client version (29 to 37) builds it:
+    where the library keeps the token (``api_key``'s keys) changed between versions, the auth settings did not."""
+    settings = configuration.auth_settings()["BearerToken"]
+    assert (settings["in"], settings["key"]) == ("header", "authorization")
+    return settings["value"]
 
 
 def test_reads_are_retried_with_growing_backoff_then_given_up():
@@ -51,7 +60,7 @@ def test_only_transient_statuses_are_retried():
 
 def test_retry_after_wins_when_longer_and_is_capped():
     assert retry_delay("GET", 1, 429, "3") == 3.0
-    assert retry_delay("GET", 1, 429, "600") == client_utils.MAX_RETRY_DELAY
+    assert retry_delay("GET", 1, 429, "600") == MAX_RETRY_DELAY
     assert retry_delay("GET", 1, 429, "soon") == 0.5
 
 
@@ -64,7 +73,7 @@ def test_inline_kubeconfig_uses_current_context():
     configuration = build_configuration(params(kubeconfig=KUBECONFIG))
     assert configuration.host == "https://a.example:6443"
     assert configuration.verify_ssl is False
-    assert configuration.api_key["authorization"] == "Bearer from-kubeconfig"
+    assert authorization(configuration) == "Bearer from-kubeconfig"
 
 
 def test_context_selects_another_cluster_and_options_override_kubeconfig():
@@ -72,7 +81,7 @@ def test_context_selects_another_cluster_and_options_override_kubeconfig():
         kubeconfig=KUBECONFIG, context="ctx-b", api_key="override", proxy="http://proxy:3128",
         validate_certs=False))
     assert configuration.host == "https://b.example:6443"
-    assert configuration.api_key["authorization"] == "Bearer override"
+    assert authorization(configuration) == "Bearer override"
     assert configuration.proxy == "http://proxy:3128"
     assert configuration.verify_ssl is False
 
@@ -80,19 +89,19 @@ def test_context_selects_another_cluster_and_options_override_kubeconfig():
 def test_options_survive_the_kubeconfig_token_refresh_before_each_request():
     configuration = build_configuration(params(
         kubeconfig=KUBECONFIG, context="ctx-b", host="https://override:6443", validate_certs=False))
-    assert configuration.get_api_key_with_prefix("authorization") == "Bearer from-kubeconfig"
+    assert authorization(configuration) == "Bearer from-kubeconfig"
     assert configuration.host == "https://override:6443"
     assert configuration.verify_ssl is False
 
 
 def test_unknown_context_is_a_clear_error():
-    with pytest.raises(KubernetesClientError, match="ctx-nope"):
+    with pytest.raises(ConnectionFailed, match="ctx-nope"):
         build_configuration(params(kubeconfig=KUBECONFIG, context="ctx-nope"))
 
 
 def test_missing_kubeconfig_file_is_named(tmp_path):
     missing = tmp_path / "nope.yaml"
-    with pytest.raises(KubernetesClientError, match="kubeconfig %s does not exist" % missing):
+    with pytest.raises(ConnectionFailed, match="kubeconfig %s does not exist" % missing):
         build_configuration(params(kubeconfig=str(missing)))
 
 
@@ -100,15 +109,16 @@ def test_host_alone_needs_no_kubeconfig(monkeypatch, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
     configuration = build_configuration(params(host="https://10.0.0.1:6443", api_key="t"))
     assert configuration.host == "https://10.0.0.1:6443"
+    assert authorization(configuration) == "Bearer t"
 
 
 def test_missing_certificate_file_is_named(tmp_path):
-    with pytest.raises(KubernetesClientError, match="ca_cert .*ca.crt does not exist"):
+    with pytest.raises(ConnectionFailed, match="ca_cert .*ca.crt does not exist"):
         build_configuration(params(host="https://10.0.0.1:6443", ca_cert=str(tmp_path / "ca.crt")))
 
 
 def test_nothing_to_connect_to_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(KubernetesClientError):
+    with pytest.raises(ConnectionFailed):
         build_configuration(params())

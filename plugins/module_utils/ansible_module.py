@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What every module does the same way: its AnsibleModule with the shared connection options, its
+client, and the one place where an error becomes ``fail_json``."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import KUBERNETES_IMPORT_ERROR, new_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import KubeopsError
+
+CONNECTION_ARGUMENT_SPEC = dict(
+    kubeconfig=dict(type="raw", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
+    context=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
+    host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
+    api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
+    client_cert=dict(type="path", aliases=["cert_file"], fallback=(env_fallback, ["K8S_AUTH_CERT_FILE"])),
+    client_key=dict(type="path", aliases=["key_file"], no_log=False, fallback=(env_fallback, ["K8S_AUTH_KEY_FILE"])),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
+    proxy=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_PROXY"])),
+    impersonate_user=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_USER"])),
+    impersonate_groups=dict(type="list", elements="str"),
+)
+
+CONNECTION_REQUIRED_TOGETHER = [["client_cert", "client_key"]]
+CONNECTION_REQUIRED_BY = {"impersonate_groups": "impersonate_user"}
+
+
+def kubernetes_module(argument_spec, **kwargs):
+    """An AnsibleModule with the shared connection options added; fails at once without the kubernetes library."""
+    module = AnsibleModule(
+        argument_spec=dict(CONNECTION_ARGUMENT_SPEC, **argument_spec),
+        required_together=CONNECTION_REQUIRED_TOGETHER + kwargs.pop("required_together", []),
+        required_by=dict(CONNECTION_REQUIRED_BY, **kwargs.pop("required_by", {})),
+        supports_check_mode=True,
+        **kwargs
+    )
+    if KUBERNETES_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    return module
+
+
+def run_module(module, action, settings=lambda params: None):
+    """Build the typed settings from the parameters, then the client, run ``action(client, settings)``
+    and exit with its result (plus ``api_requests``).
+
+    ``settings`` may raise InvalidInput before anything is read. Every error
+    of the collection (model.errors), a connection problem, or a refused API
+    request ends the module here with one clear line and whatever result the
+    error carries. A ``diff`` in the result is kept only under ``--diff``.
+    """
+    client = None
+    try:
+        typed = settings(module.params)
+        client = new_client(module.params)
+        result = action(client, typed)
+    except KubeopsError as exc:
+        module.fail_json(msg=str(exc), **_finished(module, exc.result, client))
+    except ApiException as exc:
+        module.fail_json(msg="The API server refused a request: %s" % api_error_message(exc),
+                         **_finished(module, {}, client))
+    module.exit_json(**_finished(module, result, client))
+
+
+def _finished(module, result, client):
+    result = dict(result)
+    if not module._diff:
+        result.pop("diff", None)
+    if client is not None:
+        result["api_requests"] = client.request_count
+    return result

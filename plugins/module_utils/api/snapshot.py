@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What a plan reads from the cluster, each kind listed once: pods to judge, volume zones, owners,
+pool sizes, and the whole snapshot a rotation is planned from."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, ZONE_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, replica_set_owners
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
+
+RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners replicas claim_zones")
+
+
+def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
+    """The pods to judge and the names of the selected nodes, listed once for the whole call."""
+    node_names = []
+    if nodes or node_selector:
+        found, missing = client.read_nodes(nodes, node_selector)
+        if missing:
+            raise NotFound("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
+        node_names = [node_name(node) for node in found]
+        if not node_names:
+            return [], []
+    selectors = {"label_selector": pod_selector}
+    fields = [field_selector] if field_selector else []
+    if len(node_names) == 1:
+        fields.append("spec.nodeName=%s" % node_names[0])
+    selectors["field_selector"] = ",".join(fields) or None
+    if namespaces and not node_names:
+        pods = []
+        for namespace in namespaces:
+            pods.extend(client.list_all(client.core.list_namespaced_pod, namespace=namespace, **selectors))
+    else:
+        pods = client.list_all(client.core.list_pod_for_all_namespaces, **selectors)
+    if node_names:
+        wanted = set(node_names)
+        pods = [pod for pod in pods if node_of(pod) in wanted]
+    pods.sort(key=lambda pod: (node_of(pod) or "", pod_key(pod)))
+    return pods, node_names
+
+
+def claim_zones(client, pods):
+    """"namespace/claim" -> zone of its PersistentVolume's node affinity (or None), for the pods' PVCs."""
+    zones = {}
+    for pod in pods:
+        namespace = pod["metadata"]["namespace"]
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if not claim or "%s/%s" % (namespace, claim) in zones:
+                continue
+            zones["%s/%s" % (namespace, claim)] = _volume_zone(client, namespace, claim)
+    return zones
+
+
+def _volume_zone(client, namespace, claim):
+    bound = client.read_or_none(client.core.read_namespaced_persistent_volume_claim, claim, namespace)
+    volume_name = ((bound or {}).get("spec") or {}).get("volumeName")
+    volume = client.read_or_none(client.core.read_persistent_volume, volume_name) if volume_name else None
+    if not volume:
+        return None
+    terms = (((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get(
+        "nodeSelectorTerms") or []
+    for term in terms:
+        for expression in term.get("matchExpressions") or []:
+            if expression.get("key") in (ZONE_LABEL, LEGACY_ZONE_LABEL):
+                return ",".join(expression.get("values") or [])
+    return None
+
+
+def owners_of_replica_sets(client):
+    """(namespace, ReplicaSet name) -> name of the Deployment that owns it, for every ReplicaSet."""
+    return replica_set_owners(client.list_all(client.apps.list_replica_set_for_all_namespaces))
+
+
+def template_allocatable(client, template_capacity=None, template_node=None, node_selector=None):
+    """(allocatable of one node of a pool, where it came from): ``template_capacity``, the node
+    ``template_node``, or the first node matching ``node_selector`` (a dict of labels)."""
+    if template_capacity:
+        return dict(template_capacity), "template_capacity"
+    if template_node:
+        nodes, missing = client.read_nodes([template_node])
+        if missing:
+            raise NotFound("No node named %s; nothing was changed." % template_node)
+        return nodes[0]["status"]["allocatable"], "node %s" % template_node
+    selector = labels_text(node_selector)
+    nodes = client.list_all(client.core.list_node, label_selector=selector) if selector else []
+    if not nodes:
+        raise NotFound("capacity_for_nodes needs the size of a pool node: no node matches node_selector, so "
+                       "give template_capacity (for example {cpu: '4', memory: 16Gi, pods: '110'}) or "
+                       "template_node; nothing was changed.")
+    return nodes[0]["status"]["allocatable"], "node %s of the pool" % node_name(nodes[0])
+
+
+def rotation_snapshot(client, names=(), selector=None):
+    """Nodes, pods, PDBs, ReplicaSet owners and workload replicas, each listed once, and the candidate
+    nodes (``names`` plus those matching ``selector``)."""
+    nodes = client.list_all(client.core.list_node)
+    known = {node_name(node) for node in nodes}
+    missing = sorted(set(names or ()) - known)
+    if missing:
+        raise NotFound("No node named %s; nothing was planned." % ", ".join(missing))
+    candidates = set(names or ())
+    if selector:
+        candidates |= {node_name(node) for node in client.list_all(client.core.list_node, label_selector=selector)}
+    pods = client.list_all(client.core.list_pod_for_all_namespaces)
+    pdbs = client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
+    replicas = {}
+    for kind, method in (("Deployment", client.apps.list_deployment_for_all_namespaces),
+                         ("StatefulSet", client.apps.list_stateful_set_for_all_namespaces)):
+        for obj in client.list_all(method):
+            replicas[Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])] = \
+                obj["spec"].get("replicas", 1)
+    zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
+    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones)

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Watching instead of polling: the events of a list call until a deadline."""
+
+from __future__ import annotations
+
+import math
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+
+try:
+    from kubernetes import watch as k8s_watch
+except ImportError:  # reported by the module through missing_required_lib
+    k8s_watch = None
+
+
+class WatchExpired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): list again, then watch from the new one."""
+
+
+def watch(client, list_method, resource_version, timeout, **kwargs):
+    """Yield (event type, object as dict) from a watch of ``list_method`` until ``timeout`` seconds pass.
+
+    Raises WatchExpired when the API server no longer has ``resource_version``
+    (HTTP 410); the caller lists again and watches from the new version.
+    """
+    watcher = k8s_watch.Watch()
+    try:
+        for event in watcher.stream(list_method, resource_version=resource_version,
+                                    timeout_seconds=max(1, int(math.ceil(timeout))),
+                                    _request_timeout=timeout + 10, **kwargs):
+            if event["type"] == "ERROR":
+                if (event.get("raw_object") or {}).get("code") == 410:
+                    raise WatchExpired()
+                continue
+            yield event["type"], client.to_dict(event["object"])
+    except ApiException as exc:
+        if exc.status == 410:
+            raise WatchExpired()
+        raise
+    finally:
+        watcher.stop()
+
+
+def list_resource_version(list_method, **kwargs):
+    """The resourceVersion to start a watch from: that of a one-item list in the same scope."""
+    return list_method(limit=1, **kwargs).metadata.resource_version

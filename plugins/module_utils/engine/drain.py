@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The evict module's work: select pods, judge them, evict them through the engine, check what is left."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, select_pods
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
+    EvictionRun,
+    summarize_entries,
+    timeout_message,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import (
+    judge_all,
+    left_behind,
+    refusal_message,
+    refused,
+)
+
+
+@dataclass(frozen=True)
+class PodSelection:
+    """Which pods to judge: those on nodes (by name or selector), in namespaces, matching selectors."""
+
+    nodes: tuple = ()
+    node_selector: str | None = None
+    namespaces: tuple = ()
+    pod_selector: str | None = None
+    field_selector: str | None = None
+
+
+def _outcome(pod_plan):
+    if pod_plan.removes:
+        return "planned"
+    return "skipped" if pod_plan.verdict.action == "skip" else "refused"
+
+
+def remaining_on_nodes(client, node_names, options):
+    """Pods still on the nodes that a drain should have removed: all but DaemonSet, mirror and terminal pods."""
+    if not node_names:
+        return []
+    pods, _nodes = select_pods(client, nodes=node_names)
+    return left_behind(judge_all(pods, options))
+
+
+def drain(client, selection, options, settings, skip_refused=False, check_mode=False):
+    """Select, judge and (unless ``check_mode``) evict; returns the result.
+
+    Raises Blocked when pods are refused (nothing evicted) or evictions
+    failed, TimedOut at the deadline; both carry the result.
+    """
+    pods, node_names = select_pods(client, selection.nodes, selection.node_selector, selection.namespaces,
+                                   selection.pod_selector, selection.field_selector)
+    plans = judge_all(pods, options, claim_zones(client, pods))
+    result = {"changed": False, "nodes": node_names}
+    if refused(plans) and not skip_refused:
+        entries = [dict(p.summary(), outcome="refused" if p.verdict.action == "refuse" else "not attempted")
+                   for p in plans]
+        result.update(elapsed_seconds=0.0, pods=entries, summary=summarize_entries(entries))
+        raise Blocked(refusal_message(plans), result)
+    if check_mode:
+        entries = [dict(p.summary(), outcome=_outcome(p), attempts=0, pdbs=[]) for p in plans]
+        result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0)
+        return result
+    run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
+    states = run.run(plans, node_names)
+    entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))
+    result.update(changed=run.evictions > 0, pods=entries, summary=summarize_entries(entries),
+                  elapsed_seconds=run.elapsed)
+    if node_names and settings.wait:
+        result["remaining"] = remaining_on_nodes(client, node_names, options)
+        result["summary"]["remaining"] = len(result["remaining"])
+    failed = [s for s in states if s.outcome == "failed"]
+    if run.timed_out:
+        raise TimedOut(timeout_message(run, states, settings.timeout), result)
+    if failed:
+        wanted = sum(1 for s in states if s.plan.removes)
+        reasons = "; ".join("%s: %s" % (pod_key(s.pod), s.detail) for s in failed)
+        raise Blocked("%d pod(s) could not be evicted: %s. %d of %d pods evicted; rerunning continues from here."
+                      % (len(failed), reasons, run.evictions, wanted), result)
+    return result

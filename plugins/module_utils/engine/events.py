@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Events on the pods and nodes the collection acts on, so that ``kubectl describe`` says who moved them."""
+
+from __future__ import annotations
+
+import socket
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import MANAGER
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
+
+
+class EvictionHooks:
+    """What EvictionRun tells as it goes, like kubectl drain's started and finished callbacks;
+    every hook does nothing unless overridden."""
+
+    def run_started(self, nodes, pending):
+        """The run begins on ``nodes`` with ``pending`` pods to remove."""
+
+    def pod_started(self, state):
+        """The API server accepted the eviction (or deletion) of ``state.pod``."""
+
+    def pod_finished(self, state):
+        """``state.pod`` is gone."""
+
+    def run_finished(self, nodes, removed):
+        """The run ended without timing out, having removed ``removed`` pods."""
+
+
+class EventRecorder(EvictionHooks):
+    """Records an Event for each eviction and for the start and end of a drain of nodes."""
+
+    def __init__(self, client, reason=""):
+        self.client = client
+        self.suffix = ": %s" % reason if reason else ""
+
+    def run_started(self, nodes, pending):
+        for node in nodes if pending else ():
+            self.on_node(node, "Draining", "Evicting %d pod(s)" % pending)
+
+    def pod_started(self, state):
+        metadata = state.pod["metadata"]
+        reason = "Deleted" if state.verb == "deleted" else "Evicted"
+        self.record(metadata["namespace"], {"apiVersion": "v1", "kind": "Pod", "name": metadata["name"],
+                                            "namespace": metadata["namespace"], "uid": metadata["uid"]},
+                    reason, "%s by %s%s" % (state.verb.capitalize(), MANAGER, self.suffix))
+
+    def run_finished(self, nodes, removed):
+        for node in nodes if removed else ():
+            self.on_node(node, "Drained", "Evicted %d pod(s)" % removed)
+
+    def on_node(self, node, reason, message):
+        self.record("default", {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
+                    reason, "%s by %s%s" % (message, MANAGER, self.suffix))
+
+    def record(self, namespace, involved, reason, message):
+        now = utc_now()
+        body = {
+            "metadata": {"generateName": "%s." % involved["name"], "namespace": namespace},
+            "involvedObject": involved, "reason": reason, "message": message, "type": "Normal",
+            "source": {"component": MANAGER}, "reportingComponent": MANAGER,
+            "reportingInstance": socket.gethostname(), "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        try:
+            self.client.core.create_namespaced_event(namespace, body)
+        except ApiException:  # an event is a courtesy: lacking RBAC for events must not stop a drain
+            pass

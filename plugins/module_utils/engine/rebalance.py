@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One rebalance pass against the cluster: snapshot, plan (plan.rebalance), steer, evict, measure.
+
+Steering: while the pods move, every node of the pass that receives no pod
+in the plan carries the taint ``kubeops.io/rebalancing`` (PreferNoSchedule
+by default), so the scheduler puts the replacements on the planned nodes
+rather than back where they came from. The taints are removed when the
+pass ends, fails or times out; a pass killed in between leaves them, and
+the next pass removes them before it plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, owners_of_replica_sets
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
+    EvictionRun,
+    EvictionSettings,
+    summarize_entries,
+    timeout_message,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, NotFound, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import judge
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
+    RebalanceSettings,
+    landings,
+    plan_rebalance,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import in_scope, spread
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
+    is_steered,
+    steering_patch,
+    without_steering,
+)
+
+
+@dataclass(frozen=True)
+class RebalanceRequest:
+    """A pass: over which nodes and pods, what to plan, how to steer, and how to evict."""
+
+    plan: RebalanceSettings = field(default_factory=RebalanceSettings)
+    node_selector: str | None = None
+    pod_selector: str | None = None
+    steering: str = "PreferNoSchedule"
+    eviction: EvictionSettings = field(default_factory=EvictionSettings)
+
+
+def set_steering(client, names, effect):
+    """Put the steering taint with ``effect`` on nodes ``names``, or take it off (``effect`` None);
+    a node deleted meanwhile is left alone."""
+    for name in names:
+        node = client.read_or_none(client.core.read_node, name)
+        if node is not None:
+            client.update_node(node, lambda current: (None, steering_patch(current, effect)))
+
+
+def _selected(client, pod_selector):
+    """Keys of the pods a pod selector picks, or None (every pod) without one."""
+    if not pod_selector:
+        return None
+    return {pod_key(pod) for pod in client.list_all(client.core.list_pod_for_all_namespaces,
+                                                    label_selector=pod_selector)}
+
+
+def _snapshot(client, node_selector):
+    nodes = client.list_all(client.core.list_node, label_selector=node_selector)
+    pods = client.list_all(client.core.list_pod_for_all_namespaces)
+    return nodes, pods
+
+
+def rebalance(client, request, check_mode=False):
+    """Plan one pass (a RebalanceRequest) and, unless ``check_mode`` or there is nothing to do, carry it
+    out and measure it; returns the result.
+
+    Raises Blocked when evictions failed and TimedOut when the deadline
+    passed, both carrying the result; the steering taints are removed all
+    the same.
+    """
+    settings = request.plan
+    nodes, pods = _snapshot(client, request.node_selector)
+    if request.node_selector and not nodes:
+        raise NotFound("No node matches node_selector %s; nothing was changed." % request.node_selector)
+    leftover = sorted(node_name(node) for node in nodes if is_steered(node))
+    if leftover and not check_mode:
+        set_steering(client, leftover, None)
+    owners = owners_of_replica_sets(client)
+    selected = _selected(client, request.pod_selector)
+    names = {node_name(node) for node in nodes}
+    zones = claim_zones(client, [pod for pod in pods if node_of(pod) in names])
+    plan = plan_rebalance([without_steering(node) for node in nodes], pods, owners, settings, selected, zones)
+    result = {
+        "changed": bool(leftover),
+        "moves": plan["moves"],
+        "stuck": plan["stuck"],
+        "left_out": plan["left_out"],
+        "nodes": plan["nodes"],
+        "skew_before": plan["before"],
+        "skew_predicted": plan["predicted"],
+        "removed_leftover_taints": leftover,
+        "summary": plan["summary"],
+        "elapsed_seconds": 0.0,
+    }
+    if check_mode or not plan["moves"]:
+        return result
+    by_key = {pod_key(pod): pod for pod in pods}
+    pod_plans = [judge(by_key[move["pod"]], settings.options) for move in plan["moves"]]
+    receivers = {move["to"] for move in plan["moves"]}
+    steered = [name for name in plan["nodes"] if name not in receivers] if request.steering != "none" else []
+    run = EvictionRun(client, request.eviction, hooks=[EventRecorder(client, request.eviction.reason)])
+    try:
+        set_steering(client, steered, request.steering if steered else None)
+        states = run.run(pod_plans)
+    finally:
+        set_steering(client, steered, None)
+    outcomes = {state.plan.key: state.result() for state in states}
+    after_nodes, after_pods = _snapshot(client, request.node_selector)
+    scope, _left_out = in_scope(after_nodes)
+    evicted = [move for move in plan["moves"] if outcomes[move["pod"]]["outcome"] == "evicted"]
+    landed, back = landings(evicted, pods, after_pods, owners)
+    landed_by_pod = {move["pod"]: move for move in landed}
+    result.update(
+        changed=run.evictions > 0 or bool(leftover),
+        moves=[dict(landed_by_pod.get(move["pod"], dict(move, landed_on=None, as_planned=False)),
+                    outcome=outcomes[move["pod"]]["outcome"], detail=outcomes[move["pod"]]["detail"])
+               for move in plan["moves"]],
+        steered_nodes=steered,
+        skew_after=spread(scope, after_pods, owners, settings.options, _selected(client, request.pod_selector)),
+        back_on_source=back,
+        evictions=summarize_entries(list(outcomes.values())),
+        elapsed_seconds=run.elapsed,
+    )
+    result["summary"] = plan["summary"] + [measured_line(result)]
+    if back:
+        result["warnings"] = ["%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
+            len(back), ", ".join("%(owner)s on %(node)s" % entry for entry in back))]
+    failed = [state for state in states if state.outcome == "failed"]
+    if run.timed_out:
+        raise TimedOut(timeout_message(run, states, request.eviction.timeout), result)
+    if failed:
+        raise Blocked("%d pod(s) could not be evicted: %s. Rerunning plans again from there." % (
+            len(failed), "; ".join("%s: %s" % (state.plan.key, state.detail) for state in failed)), result)
+    return result
+
+
+def measured_line(result):
+    evicted = [move for move in result["moves"] if move["outcome"] == "evicted"]
+    misplaced = [move for move in evicted if not move["as_planned"]]
+    return ("Measured: max skew per owner %d -> %d, per zone %d -> %d; %d of %d move(s) made, %d replacement(s) "
+            "where planned%s." % (
+                result["skew_before"]["max_skew"], result["skew_after"]["max_skew"],
+                result["skew_before"]["max_zone_skew"], result["skew_after"]["max_zone_skew"],
+                len(evicted), len(result["moves"]), len(evicted) - len(misplaced),
+                "; elsewhere: %s" % ", ".join("%s on %s" % (move["pod"], move["landed_on"] or "no node yet")
+                                              for move in misplaced) if misplaced else ""))

@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Rollout restart: patch the workloads as ``kubectl rollout restart`` does, at most ``max_concurrent``
+at a time, and wait for each by watching it until ``kubectl rollout status`` would say done
+(plan.restart decides)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WatchExpired, watch
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import deployment_of, kind_api
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_text
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import (
+    Status,
+    owners_on_nodes,
+    restart_patch,
+    restart_plan,
+    rollout_status,
+)
+
+
+@dataclass
+class RestartProgress:
+    """One workload's way through a restart: what was done, and how its rollout went."""
+
+    workload: Workload
+    pods_on_nodes: list = field(default_factory=list)
+    action: str = "planned"
+    reason: str = ""
+    rollout: str = "not waited"
+    rollout_message: str = ""
+    seconds: float = 0.0
+    landed_on_avoided_nodes: list = field(default_factory=list)
+
+    def result(self):
+        return dict(self.workload.target(), action=self.action, reason=self.reason, rollout=self.rollout,
+                    rollout_message=self.rollout_message, seconds=self.seconds, pods_on_nodes=self.pods_on_nodes,
+                    landed_on_avoided_nodes=self.landed_on_avoided_nodes)
+
+
+class RolloutRestart:
+    """Restarts workloads, ``max_concurrent`` at a time, each waited for by watching it until ``deadline``."""
+
+    def __init__(self, client, restart_id=None, restarted_after=None, wait=True, avoid_nodes=(), max_concurrent=1,
+                 clock=time.monotonic):
+        self.client = client
+        self.restart_id = restart_id
+        self.restarted_after = restarted_after
+        self.wait = wait
+        self.avoid_nodes = set(avoid_nodes or ())
+        self.max_concurrent = max_concurrent
+        self.clock = clock
+
+    def read(self, progress):
+        workload = progress.workload
+        return self.client.to_dict(kind_api(self.client, workload.kind).read(workload.name, workload.namespace))
+
+    def run(self, workloads, timeout, check_mode=False):
+        deadline = self.clock() + timeout
+        if check_mode:
+            for progress in workloads:
+                needed, reason = restart_plan(self.read(progress), self.restart_id, self.restarted_after)
+                progress.action = "planned" if needed else "already_restarted"
+                progress.reason = "would be restarted" if needed else reason
+            return workloads
+        with ThreadPoolExecutor(max_workers=max(1, self.max_concurrent)) as pool:
+            list(pool.map(lambda progress: self.restart_and_wait(progress, deadline), workloads))
+        return workloads
+
+    def restart_and_wait(self, progress, deadline):
+        started = self.clock()
+        workload = progress.workload
+        obj = self.read(progress)
+        needed, reason = restart_plan(obj, self.restart_id, self.restarted_after)
+        if needed:
+            body = restart_patch(utc_now(), self.restart_id)
+            obj = self.client.to_dict(kind_api(self.client, workload.kind).patch(workload.name, workload.namespace,
+                                                                                 body))
+            progress.action = "restarted"
+        else:
+            progress.action = "already_restarted"
+        progress.reason = reason
+        if self.wait:
+            status = self.wait_for_rollout(progress, obj, deadline)
+            progress.rollout, progress.rollout_message = status.state, status.message
+            if status.state == "done" and self.avoid_nodes:
+                progress.landed_on_avoided_nodes = self.pods_on_avoided_nodes(workload, obj)
+        progress.seconds = round(self.clock() - started, 2)
+
+    def wait_for_rollout(self, progress, obj, deadline):
+        """Watch the workload until its rollout is done, stuck, or ``deadline`` passes."""
+        workload = progress.workload
+        list_method = kind_api(self.client, workload.kind).list_namespaced
+        status = rollout_status(workload.kind, obj)
+        resource_version = obj["metadata"]["resourceVersion"]
+        while status.state == "progressing":
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return Status("timeout", status.message + self.conditions(obj))
+            try:
+                for _event_type, changed in watch(self.client, list_method, resource_version, remaining,
+                                                  namespace=workload.namespace,
+                                                  field_selector="metadata.name=%s" % workload.name):
+                    resource_version = changed["metadata"].get("resourceVersion") or resource_version
+                    if changed.get("spec"):
+                        obj = changed
+                        status = rollout_status(workload.kind, obj)
+                        if status.state != "progressing":
+                            break
+            except WatchExpired:
+                obj = self.read(progress)
+                status = rollout_status(workload.kind, obj)
+                resource_version = obj["metadata"]["resourceVersion"]
+        return status
+
+    @staticmethod
+    def conditions(obj):
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if not conditions:
+            return ""
+        return " (conditions: %s)" % "; ".join(
+            "%s=%s %s: %s" % (c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conditions)
+
+    def pods_on_avoided_nodes(self, workload, obj):
+        selector = selector_text((obj.get("spec") or {}).get("selector"))
+        pods = self.client.list_all(self.client.core.list_namespaced_pod, namespace=workload.namespace,
+                                    label_selector=selector)
+        return sorted("%s on %s" % (pod["metadata"]["name"], node_of(pod)) for pod in pods
+                      if node_of(pod) in self.avoid_nodes and not is_terminating(pod))
+
+
+@dataclass(frozen=True)
+class RestartSettings:
+    """Which workloads to restart (explicit targets, a label selector, the owners of pods on nodes) and how."""
+
+    targets: tuple = ()
+    label_selector: str | None = None
+    namespaces: tuple = ()
+    on_nodes: tuple = ()
+    include_daemonsets: bool = False
+    restart_id: str | None = None
+    restarted_after: str | None = None
+    wait: bool = True
+    timeout: int = 600
+    max_concurrent: int = 1
+    avoid_nodes: tuple = ()
+
+
+def find_workloads(client, settings):
+    """The RestartProgress of each workload to restart, sorted: explicit targets, those matching a label
+    selector, and the owners of pods on nodes."""
+    found = {}
+    for target in settings.targets:
+        found[target] = []
+    if settings.label_selector:
+        kinds = RESTARTABLE_KINDS if settings.include_daemonsets else RESTARTABLE_KINDS[:2]
+        for namespace in settings.namespaces or [None]:
+            for kind in kinds:
+                apis = kind_api(client, kind)
+                if namespace:
+                    objects = client.list_all(apis.list_namespaced, namespace=namespace,
+                                              label_selector=settings.label_selector)
+                else:
+                    objects = client.list_all(apis.list_all, label_selector=settings.label_selector)
+                for obj in objects:
+                    found.setdefault(Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"]), [])
+    if settings.on_nodes:
+        on_nodes = set(settings.on_nodes)
+        # A pod already terminating is leaving anyway; it is no reason to restart its owner.
+        pods = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces)
+                if node_of(pod) in on_nodes and not is_terminating(pod)
+                and (not settings.namespaces or pod["metadata"]["namespace"] in settings.namespaces)]
+        replica_set_owners = {}
+        for pod in pods:
+            owner = owner_of(pod, {})
+            if owner and owner.kind == "ReplicaSet" and (owner.namespace, owner.name) not in replica_set_owners:
+                deployment = deployment_of(client, owner.namespace, owner.name)
+                replica_set_owners[(owner.namespace, owner.name)] = deployment.name if deployment else None
+        for workload, pod_names in owners_on_nodes(pods, replica_set_owners, settings.include_daemonsets).items():
+            found.setdefault(workload, []).extend(pod_names)
+    return [RestartProgress(workload, sorted(pods)) for workload, pods in sorted(found.items())]
+
+
+def restart_workloads(client, settings, check_mode=False):
+    """Find, restart and wait; returns the result, with ``warnings`` for pods left on nodes to avoid.
+
+    Raises TimedOut (carrying the result) when a rollout did not complete.
+    """
+    started = time.monotonic()
+    runner = RolloutRestart(client, settings.restart_id, settings.restarted_after, settings.wait,
+                            settings.avoid_nodes, settings.max_concurrent)
+    entries = [progress.result() for progress in runner.run(find_workloads(client, settings), settings.timeout,
+                                                            check_mode)]
+    summary = {"workloads": len(entries)}
+    for entry in entries:
+        for key in (entry["action"], entry["rollout"]):
+            summary[key] = summary.get(key, 0) + 1
+    result = {"changed": any(entry["action"] == "restarted" for entry in entries), "workloads": entries,
+              "summary": summary, "elapsed_seconds": round(time.monotonic() - started, 2),
+              "warnings": ["%s %s/%s has pods on nodes to avoid: %s" % (
+                  entry["kind"], entry["namespace"], entry["name"], ", ".join(entry["landed_on_avoided_nodes"]))
+                  for entry in entries if entry["landed_on_avoided_nodes"]]}
+    unfinished = [entry for entry in entries if entry["rollout"] in ("stuck", "timeout")]
+    if unfinished:
+        done = sum(1 for entry in entries if entry["rollout"] == "done")
+        raise TimedOut("%d rollout(s) did not complete: %s. %d of %d workloads rolled out; rerunning with the same "
+                       "restart_id does not restart them again." % (
+                           len(unfinished), "; ".join(entry["rollout_message"] for entry in unfinished), done,
+                           len(entries)), result)
+    return result

@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""A rotation plan from the cluster as it is: one snapshot (api.snapshot), then plan.rotation."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import (
+    rotation_snapshot,
+    template_allocatable,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation
+
+
+@dataclasses.dataclass(frozen=True)
+class RotationRequest:
+    """The nodes to consider (by name and selector), the size of a pool node, and how to plan."""
+
+    settings: object
+    nodes: tuple = ()
+    node_selector: str | None = None
+    template_capacity: dict | None = None
+    template_node: str | None = None
+
+
+def plan_from_cluster(client, request, now=None):
+    """Read nodes, pods, PDBs, ReplicaSets, Deployments and StatefulSets once each, and plan."""
+    snapshot = rotation_snapshot(client, request.nodes, request.node_selector)
+    settings = request.settings
+    template = None
+    if request.template_capacity or request.template_node or settings.pool_labels:
+        template, _source = template_allocatable(client, request.template_capacity, request.template_node,
+                                                 settings.pool_labels)
+    settings = dataclasses.replace(settings, candidates=snapshot.candidates, named=frozenset(request.nodes),
+                                   template_allocatable=template)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
+                         now, snapshot.claim_zones)

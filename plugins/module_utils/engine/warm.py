@@ -1,0 +1,212 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Warm nodes: apply a placeholder set (plan.placeholders) and wait, by watching the placeholders,
+until enough of them run on Ready, schedulable nodes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import select_pods, template_allocatable
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
+    WatchExpired,
+    list_resource_version,
+    watch,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    MANAGER,
+    PLACEHOLDER_SPEC,
+    WARM_SET_LABEL,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
+    DEFAULT_IMAGE,
+    placeholder_deployment,
+    priority_class,
+    warm_nodes_of,
+)
+
+
+class WarmNodes:
+    """Applies a placeholder set and waits for its nodes."""
+
+    def __init__(self, client, name, namespace, clock=time.monotonic):
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.clock = clock
+        self.selector = labels_text({WARM_SET_LABEL: name})
+
+    def existing(self):
+        return self.client.read_or_none(self.client.apps.read_namespaced_deployment, self.name, self.namespace)
+
+    def ensure_prerequisites(self, class_name, class_value, check_mode):
+        """Create the namespace and the PriorityClass when missing; returns what was created."""
+        created = []
+        if self.client.read_or_none(self.client.core.read_namespace, self.namespace) is None:
+            created.append("Namespace %s" % self.namespace)
+            if not check_mode:
+                self.client.core.create_namespace({"metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
+        if self.client.read_or_none(self.client.scheduling.read_priority_class, class_name) is None:
+            created.append("PriorityClass %s" % class_name)
+            if not check_mode:
+                self.client.scheduling.create_priority_class(priority_class(class_name, class_value))
+        return created
+
+    def apply(self, desired, check_mode):
+        """Create, update or leave the Deployment; returns (action, before replicas, after replicas)."""
+        current = self.existing()
+        if current is None:
+            if not check_mode:
+                self.client.apps.create_namespaced_deployment(self.namespace, desired)
+            return "created", None, desired["spec"]["replicas"]
+        same_spec = (current["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) == \
+            desired["metadata"]["annotations"][PLACEHOLDER_SPEC]
+        before = current["spec"].get("replicas")
+        if same_spec and before == desired["spec"]["replicas"]:
+            return "unchanged", before, before
+        if not check_mode:
+            desired = dict(desired, metadata=dict(desired["metadata"],
+                                                  resourceVersion=current["metadata"]["resourceVersion"]))
+            self.client.apps.replace_namespaced_deployment(self.name, self.namespace, desired)
+        return ("scaled" if same_spec else "updated"), before, desired["spec"]["replicas"]
+
+    def placeholders(self):
+        return self.client.list_all(self.client.core.list_namespaced_pod, namespace=self.namespace,
+                                    label_selector=self.selector)
+
+    def warm(self, exclude_nodes, node_selector=None):
+        """(warm node names, placeholders): two list requests, however many nodes."""
+        placeholders = self.placeholders()
+        selector = labels_text(node_selector) or None
+        nodes = self.client.list_all(self.client.core.list_node, label_selector=selector)
+        return warm_nodes_of(placeholders, {node["metadata"]["name"]: node for node in nodes}, exclude_nodes), \
+            placeholders
+
+    def wait(self, count, exclude_nodes, node_selector, timeout):
+        """Watch the placeholders until ``count`` run on Ready, schedulable nodes; returns the nodes, or raises
+        TimedOut (its result holds the nodes warm so far)."""
+        deadline = self.clock() + timeout
+        warm, placeholders = self.warm(exclude_nodes, node_selector)
+        resource_version = list_resource_version(self.client.core.list_namespaced_pod, namespace=self.namespace,
+                                                 label_selector=self.selector)
+        while len(warm) < count:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                raise TimedOut(self.timeout_message(count, warm, placeholders, timeout), {"nodes": warm})
+            try:
+                for _event_type, pod in watch(self.client, self.client.core.list_namespaced_pod, resource_version,
+                                              min(remaining, 5), namespace=self.namespace,
+                                              label_selector=self.selector):
+                    resource_version = pod["metadata"].get("resourceVersion") or resource_version
+                    if is_ready(pod):
+                        break
+            except WatchExpired:
+                resource_version = None
+            # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
+            warm, placeholders = self.warm(exclude_nodes, node_selector)
+        return warm
+
+    def timeout_message(self, count, warm, placeholders, timeout):
+        pending = [pod for pod in placeholders if not (pod.get("spec") or {}).get("nodeName")]
+        reasons = []
+        for pod in pending[:5]:
+            events = self.client.core.list_namespaced_event(
+                self.namespace, field_selector="involvedObject.name=%s" % pod["metadata"]["name"]).items
+            last = events[-1].message if events else "no event yet"
+            reasons.append("%s: %s" % (pod["metadata"]["name"], last))
+        return ("Timed out after %s s waiting for %d warm node(s): %d ready (%s); %d placeholder(s) pending%s. "
+                "The placeholders stay; rerun to keep waiting, or state: absent to remove them." % (
+                    timeout, count, len(warm), ", ".join(warm) or "none", len(pending),
+                    ": " + "; ".join(reasons) if reasons else ""))
+
+    def remove(self, class_name, check_mode):
+        """Delete the placeholders, then the PriorityClass and namespace if ours and no longer used."""
+        removed = []
+        if self.existing() is not None:
+            removed.append("Deployment %s/%s" % (self.namespace, self.name))
+            if not check_mode:
+                self.client.apps.delete_namespaced_deployment(self.name, self.namespace,
+                                                              body={"propagationPolicy": "Foreground"})
+        others = [d for d in self._managed_deployments() if d["metadata"]["name"] != self.name]
+        if others:
+            return removed
+        klass = self.client.read_or_none(self.client.scheduling.read_priority_class, class_name)
+        if klass and (klass["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGER:
+            removed.append("PriorityClass %s" % class_name)
+            if not check_mode:
+                self.client.delete_if_present(self.client.scheduling.delete_priority_class, class_name)
+        return removed
+
+    def _managed_deployments(self):
+        return self.client.list_all(self.client.apps.list_namespaced_deployment, namespace=self.namespace,
+                                    label_selector=labels_text(MANAGED_BY))
+
+
+@dataclass(frozen=True)
+class WarmSettings:
+    """A placeholder set: where its pods may run, how many (or sized for the pods of some nodes), and waiting."""
+
+    name: str = "warm-nodes"
+    namespace: str = "kubeops-warm"
+    present: bool = True
+    count: int | None = None
+    capacity_for_nodes: tuple = ()
+    template_capacity: dict | None = None
+    template_node: str | None = None
+    node_selector: dict = field(default_factory=dict)
+    node_affinity: dict | None = None
+    tolerations: tuple = ()
+    requests: dict | None = None
+    exclude_nodes: tuple = ()
+    priority_class: str = "kubeops-warm-placeholder"
+    priority: int = -10
+    image: str = DEFAULT_IMAGE
+    wait: bool = True
+    timeout: int = 600
+
+
+def ensure_warm_nodes(client, settings, check_mode=False):
+    """The warm_nodes module's work; returns the result, or raises TimedOut carrying it."""
+    started = time.monotonic()
+    runner = WarmNodes(client, settings.name, settings.namespace)
+    result = {"changed": False, "name": settings.name, "namespace": settings.namespace}
+    if not settings.present:
+        removed = runner.remove(settings.priority_class, check_mode)
+        result.update(changed=bool(removed), removed=removed, nodes=[],
+                      elapsed_seconds=round(time.monotonic() - started, 2))
+        return result
+    count = settings.count
+    if settings.capacity_for_nodes:
+        pods, _names = select_pods(client, nodes=settings.capacity_for_nodes)
+        allocatable, source = template_allocatable(client, settings.template_capacity, settings.template_node,
+                                                   settings.node_selector)
+        count, explanation = nodes_needed(pods, allocatable, settings.node_selector)
+        explanation["template"] = source
+        result["computed"] = explanation
+    desired = placeholder_deployment(settings.name, settings.namespace, count, settings.priority_class,
+                                     settings.node_selector, settings.node_affinity, settings.tolerations,
+                                     settings.requests, settings.exclude_nodes, settings.image)
+    created = runner.ensure_prerequisites(settings.priority_class, settings.priority, check_mode)
+    action, before, after = runner.apply(desired, check_mode)
+    result.update(changed=bool(created) or action != "unchanged", action=action, created=created, count=count,
+                  diff={"before": {"replicas": before}, "after": {"replicas": after}})
+    if check_mode or not settings.wait or count == 0:
+        nodes = runner.warm(settings.exclude_nodes, settings.node_selector)[0] if action != "created" else []
+    else:
+        try:
+            nodes = runner.wait(count, settings.exclude_nodes, settings.node_selector, settings.timeout)
+        except TimedOut as exc:
+            result.update(exc.result, elapsed_seconds=round(time.monotonic() - started, 2))
+            exc.result = result
+            raise
+    result.update(nodes=nodes, elapsed_seconds=round(time.monotonic() - started, 2))
+    return result

@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Every label, annotation and taint key the collection reads or writes, in one place."""
+
+from __future__ import annotations
+
+# Well-known Kubernetes keys.
+ZONE_LABEL = "topology.kubernetes.io/zone"
+LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+
+# Autoscalers' "leave this pod alone" annotations, with the value that means it.
+DO_NOT_DISRUPT = ("karpenter.sh/do-not-disrupt", "true")
+SAFE_TO_EVICT = ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")
+
+# Ours.
+MANAGER = "kubeops.rotation"
+MANAGED_BY = {MANAGED_BY_LABEL: MANAGER}
+CORDONED_BY = "kubeops.io/cordoned-by"
+CORDON_REASON = "kubeops.io/cordon-reason"
+CORDONED_AT = "kubeops.io/cordoned-at"
+CORDON_ANNOTATIONS = (CORDONED_BY, CORDON_REASON, CORDONED_AT)
+CORDON_TAINT = {"key": "kubeops.io/cordoned", "value": "true", "effect": "NoSchedule"}
+ROTATION_ID = "kubeops.io/rotation-id"
+ROTATION_PHASE = "kubeops.io/rotation-phase"
+PHASE_AT = "kubeops.io/rotation-phase-at"
+RESTART_ID = "kubeops.io/restart-id"
+WARM_SET_LABEL = "kubeops.io/warm-set"
+PLACEHOLDER_SPEC = "kubeops.io/placeholder-spec"
+STEERING_TAINT_KEY = "kubeops.io/rebalancing"

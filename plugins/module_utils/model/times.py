@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Kubernetes timestamps (RFC 3339, UTC, whole seconds) and the durations users write ("45m", "7d")."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_FRACTION = re.compile(r"\.\d+")
+
+
+def utc_now():
+    """Now, as the API writes times, for example 2026-12-03T06:00:00Z."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime(FORMAT)
+
+
+def parse_time(text):
+    """An aware datetime from an API timestamp ("...Z" or "...+00:00"; fractions of a second are dropped)."""
+    return datetime.datetime.strptime(_FRACTION.sub("", text.replace("Z", "+00:00"), count=1), "%Y-%m-%dT%H:%M:%S%z")
+
+
+def parse_duration(text):
+    """Seconds in "90", "45m", "12h", "7d" or "2w"."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ValueError("not a duration: %r (use 45m, 12h, 7d...)" % (text,))
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]

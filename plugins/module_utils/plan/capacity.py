@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""How many nodes of a pool hold given pods: the warm-node count of a rotation batch."""
+
+from __future__ import annotations
+
+import math
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
+    RESOURCES,
+    pod_requests,
+    resource_amounts,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_match
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import ANYTHING_MOVABLE, judge
+
+
+def nodes_needed(pods, template_allocatable, pool_labels):
+    """How many pool nodes hold the movable pods of ``pods``, and how that was computed. Pure.
+
+    DaemonSet pods come back on every node, so their requests per node (the
+    average over the source nodes) are taken off each new node's allocatable.
+    Pods whose node selector the pool's labels do not satisfy will not go to
+    the pool and are left out, by name.
+    """
+    movable, per_node_daemon, not_for_pool = [], {r: 0.0 for r in RESOURCES}, []
+    source_nodes = {node_of(pod) for pod in pods}
+    for pod in pods:
+        verdict = judge(pod, ANYTHING_MOVABLE).verdict
+        if verdict.reason == "daemonset":
+            for resource, value in pod_requests(pod).items():
+                per_node_daemon[resource] += value / max(1, len(source_nodes))
+        elif verdict.action == "evict":
+            if labels_match((pod.get("spec") or {}).get("nodeSelector"), pool_labels):
+                movable.append(pod)
+            else:
+                not_for_pool.append(pod_key(pod))
+    allocatable = resource_amounts(template_allocatable)
+    free = {resource: allocatable[resource] - per_node_daemon[resource] for resource in RESOURCES}
+    total = {resource: sum(pod_requests(pod)[resource] for pod in movable) for resource in RESOURCES}
+    per_resource = {}
+    for resource in RESOURCES:
+        if total[resource] <= 0:
+            per_resource[resource] = 0
+        elif free[resource] <= 0:
+            raise InvalidInput("a template node has no %s left after DaemonSet pods (%g allocatable, %g for "
+                               "DaemonSets)" % (resource, allocatable[resource], per_node_daemon[resource]))
+        else:
+            per_resource[resource] = int(math.ceil(total[resource] / free[resource] - 1e-9))
+    count = max(per_resource.values()) if movable else 0
+    explanation = {
+        "pods": len(movable),
+        "requests": {resource: round(total[resource], 3) for resource in RESOURCES},
+        "node_allocatable": {resource: round(allocatable[resource], 3) for resource in RESOURCES},
+        "daemonset_requests_per_node": {resource: round(per_node_daemon[resource], 3) for resource in RESOURCES},
+        "nodes_by_resource": per_resource,
+        "not_for_pool": sorted(not_for_pool),
+        "summary": "%d pods requesting cpu %g, memory %g, pods %d need %d node(s) of cpu %g, memory %g, pods %d "
+                   "(after DaemonSets); the tightest resource decides" % (
+                       len(movable), total["cpu"], total["memory"], total["pods"], count, free["cpu"],
+                       free["memory"], free["pods"]),
+    }
+    return count, explanation

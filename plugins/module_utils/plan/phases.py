@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""How far a rotation got on each node: the annotations that make a rerun resume."""
+
+from __future__ import annotations
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import PHASE_AT, ROTATION_ID, ROTATION_PHASE
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.patches import annotations_patch, guarded
+
+PHASES = ("cordoned", "drained", "retired")
+FINISHED_PHASES = ("drained", "retired")
+
+
+def recorded_phase(node, rotation_id):
+    """The phase ``rotation_id`` recorded on the node, or None (another rotation's, or none)."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ROTATION_ID) == rotation_id and annotations.get(ROTATION_PHASE) in PHASES:
+        return annotations[ROTATION_PHASE]
+    return None
+
+
+def phase_annotations(node, rotation_id, phase, now):
+    """The annotations that record ``phase`` of ``rotation_id`` on the node, or {} when it is there
+    already or further on (a rerun never moves a node back)."""
+    recorded = recorded_phase(node, rotation_id)
+    if recorded and PHASES.index(recorded) >= PHASES.index(phase):
+        return {}
+    return {ROTATION_ID: rotation_id, ROTATION_PHASE: phase, PHASE_AT: now}
+
+
+def phase_patch(node, rotation_id, phase, now):
+    """The guarded JSON patch that records ``phase`` of ``rotation_id`` on the node, or []."""
+    return guarded(node, annotations_patch(node, phase_annotations(node, rotation_id, phase, now)))

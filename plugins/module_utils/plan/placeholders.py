@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The placeholder pods that make the autoscaler bring up warm nodes, and which nodes they warmed.
+
+``placeholder_deployment`` builds the Deployment of pause pods: one per node
+by hostname anti-affinity, the target pool's selector, affinity and
+tolerations, small requests, a negative priority so real pods preempt them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
+    DO_NOT_DISRUPT,
+    HOSTNAME_LABEL,
+    MANAGED_BY,
+    PLACEHOLDER_SPEC,
+    SAFE_TO_EVICT,
+    WARM_SET_LABEL,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_schedulable
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, node_of
+
+DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
+# An autoscaler that consolidates nearly empty nodes would otherwise remove the warm nodes.
+PLACEHOLDER_ANNOTATIONS = dict([DO_NOT_DISRUPT, SAFE_TO_EVICT])
+
+
+def placeholder_deployment(name, namespace, replicas, priority_class, node_selector=None, node_affinity=None,
+                           tolerations=None, requests=None, exclude_nodes=None, image=DEFAULT_IMAGE):
+    """The placeholder Deployment: one pause pod per node, on the pool, never on ``exclude_nodes``. Pure."""
+    labels = dict(MANAGED_BY, **{WARM_SET_LABEL: name})
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": {WARM_SET_LABEL: name}}}]}}
+    terms = [dict(term) for term in ((node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+                                     or {}).get("nodeSelectorTerms") or [{}]]
+    if exclude_nodes:
+        not_old = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(exclude_nodes)}
+        terms = [dict(term, matchExpressions=list(term.get("matchExpressions") or []) + [not_old]) for term in terms]
+    if any(term for term in terms):
+        affinity["nodeAffinity"] = dict(node_affinity or {}, requiredDuringSchedulingIgnoredDuringExecution={
+            "nodeSelectorTerms": terms})
+    elif node_affinity:
+        affinity["nodeAffinity"] = dict(node_affinity)
+    pod_spec = {
+        "priorityClassName": priority_class,
+        "terminationGracePeriodSeconds": 0,
+        "nodeSelector": dict(node_selector or {}),
+        "tolerations": list(tolerations or []),
+        "affinity": affinity,
+        "containers": [{"name": "placeholder", "image": image,
+                        "resources": {"requests": dict(requests or {"cpu": "10m", "memory": "16Mi"})}}],
+    }
+    spec_hash = hashlib.sha256(json.dumps(pod_spec, sort_keys=True).encode()).hexdigest()[:16]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                     "annotations": {PLACEHOLDER_SPEC: spec_hash}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {WARM_SET_LABEL: name}},
+            # A changed spec replaces every placeholder at once: nothing real runs in them.
+            "strategy": {"type": "Recreate"},
+            "template": {"metadata": {"labels": labels, "annotations": dict(PLACEHOLDER_ANNOTATIONS)},
+                         "spec": pod_spec},
+        },
+    }
+
+
+def priority_class(name, value):
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name, "labels": dict(MANAGED_BY)}, "value": value, "globalDefault": False,
+            "preemptionPolicy": "Never",
+            "description": "Placeholders of kubeops.rotation warm nodes: any real pod preempts them."}
+
+
+def warm_nodes_of(placeholders, nodes_by_name, exclude_nodes=()):
+    """Names of the nodes where a placeholder runs Ready and the node is Ready and schedulable. Pure."""
+    names = set()
+    excluded = set(exclude_nodes or ())
+    for pod in placeholders:
+        node_name = node_of(pod)
+        node = nodes_by_name.get(node_name)
+        if node and is_ready(pod) and is_schedulable(node) and node_name not in excluded:
+            names.add(node_name)
+    return sorted(names)

@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""A rebalance pass planned without a cluster: which pods to move, from where, to where, and the spread it gives.
+
+Takes a snapshot (nodes, pods, ReplicaSet owners as API JSON) and returns
+plain data; no client, no clock. Three strategies (one file each), applied in this order, all
+placing pods through ``plan.placement.Room`` so that every move is one the
+scheduler's filters would allow:
+
+- ``topology_spread``: pods that break their own DoNotSchedule topology
+  spread constraints (any topology key), moved from the most to the least
+  populated domains;
+- ``duplicates``: replicas of one owner piled on some nodes while other
+  nodes that can run them have fewer, until max minus min per node is at
+  most ``max_skew``;
+- ``utilization``: nodes whose requests are far above the average (by the
+  most used of cpu, memory and pods) give their largest pods to nodes far
+  below it.
+
+Each move goes to the node that has the fewest pods of the owner (or of
+the constraint) among those the pod fits, so the plan is the fewest moves
+that reach the target: every move lowers the max by one where it is highest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import moved_to, node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, in_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance import (
+    duplicates,
+    topology_spread,
+    utilization,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import (
+    in_scope,
+    live_pods,
+    selection,
+    spread,
+)
+
+STRATEGIES = (("topology_spread", topology_spread), ("duplicates", duplicates), ("utilization", utilization))
+STRATEGY_NAMES = tuple(name for name, _strategy in STRATEGIES)
+
+
+def owner_key(pod, replica_set_owners):
+    """The key ("namespace/Kind/name") of the Workload that owns ``pod``, or None for a bare pod."""
+    owner = owner_of(pod, replica_set_owners)
+    return owner.key if owner else None
+
+
+@dataclass(frozen=True)
+class RebalanceSettings:
+    strategies: tuple = ("topology_spread", "duplicates")
+    max_skew: int = 1
+    utilization_deviation: float = 20.0
+    max_evictions: int | None = None
+    max_per_owner: int | None = None
+    options: FilterOptions = field(default_factory=FilterOptions)
+
+
+class Planner:
+    """One pass of planning over a snapshot; ``plan`` returns the moves and what could not be done."""
+
+    def __init__(self, nodes, pods, replica_set_owners, settings, selected=None, claim_zones=None):
+        self.nodes = nodes
+        self.claim_zones = claim_zones or {}
+        self.settings = settings
+        self.replica_set_owners = replica_set_owners
+        everything = live_pods(pods, {node_name(node) for node in nodes})
+        self.pods = selection(everything, settings.options, selected)
+        self.room = Room(nodes, everything)
+        self.moves = []
+        self.moved = set()
+        self.per_owner = {}
+        self.stuck = []
+        self.unmovable = {}
+        for pod in self.pods:
+            verdict = judge(pod, settings.options).verdict
+            if verdict.action != "evict":
+                self.unmovable[pod_key(pod)] = "%s: %s" % (verdict.reason, verdict.detail) if verdict.detail \
+                    else verdict.reason
+
+    def plan(self):
+        for name, strategy in STRATEGIES:
+            if name in self.settings.strategies:
+                strategy.balance(self)
+        return self.moves, self.stuck
+
+    # -- moving one pod ---------------------------------------------------
+
+    def budget_spent(self, owner):
+        limits = self.settings
+        if limits.max_evictions is not None and len(self.moves) >= limits.max_evictions:
+            return "max_evictions (%d) reached" % limits.max_evictions
+        if limits.max_per_owner is not None and self.per_owner.get(owner, 0) >= limits.max_per_owner:
+            return "max_per_owner (%d) reached for %s" % (limits.max_per_owner, owner)
+        return None
+
+    def movable(self, pods):
+        """The pods that may be moved now, and why the others may not."""
+        movable, reasons = [], []
+        for pod in pods:
+            key = pod_key(pod)
+            owner = owner_key(pod, self.replica_set_owners)
+            if key in self.moved:
+                continue
+            if key in self.unmovable:
+                reasons.append("%s stays (%s)" % (key, self.unmovable[key]))
+                continue
+            spent = self.budget_spent(owner)
+            if spent:
+                reasons.append(spent)
+                continue
+            movable.append(pod)
+        return movable, reasons
+
+    def try_move(self, pods, targets, strategy, reason):
+        """Move the first of ``pods`` that fits on one of ``targets`` (in order); the reasons when none does."""
+        movable, reasons = self.movable(pods)
+        for pod in movable:
+            source = pod["spec"]["nodeName"]
+            self.room.remove(pod, source)
+            for target in targets:
+                if target == source:
+                    continue
+                why = self._volume_zone_conflict(pod, target) or self.room.why_not(pod, target)
+                if why is None:
+                    self._record(pod, source, target, strategy, reason)
+                    return None
+                reasons.append("%s cannot go to %s: %s" % (pod_key(pod), target, why))
+            self.room.add(pod, source)
+        return reasons
+
+    def _volume_zone_conflict(self, pod, target):
+        """Why a pod's PersistentVolume cannot follow it to ``target`` (bound to another zone), or None."""
+        bound = bound_volume(pod, self.claim_zones)
+        if bound and not in_zones(self.room.nodes[target], bound[1]):
+            return "its volume %s is bound to zone %s" % bound
+        return None
+
+    def _record(self, pod, source, target, strategy, reason):
+        self.room.add(moved_to(pod, target), target)
+        owner = owner_key(pod, self.replica_set_owners)
+        self.moved.add(pod_key(pod))
+        self.per_owner[owner] = self.per_owner.get(owner, 0) + 1
+        self.moves.append({"pod": pod_key(pod), "owner": owner, "from": source, "to": target,
+                           "strategy": strategy, "reason": reason})
+
+    def record_stuck(self, strategy, target, skew, reasons):
+        unique = list(dict.fromkeys(reasons))
+        self.stuck.append({"strategy": strategy, "target": target, "skew": skew,
+                           "reason": "; ".join(unique[:5]) + ("; ..." if len(unique) > 5 else "")
+                           if unique else "no pod to move"})
+
+    def domain(self, name, topology_key):
+        return node_labels(self.room.nodes[name]).get(topology_key)
+
+
+def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, claim_zones=None):
+    """The whole rebalance plan over ``nodes`` (the nodes in scope) and the pods on them. Pure.
+
+    ``selected`` limits the pods to balance to those keys (a pod selector's
+    pods); the namespaces of ``settings.options`` limit them too.
+    ``claim_zones`` maps "namespace/claim" to the zone(s) its volume is bound to.
+    """
+    scope, left_out = in_scope(nodes)
+    planner = Planner(scope, pods, replica_set_owners, settings, selected, claim_zones)
+    moves, stuck = planner.plan()
+    destinations = {move["pod"]: move["to"] for move in moves}
+    after = [moved_to(pod, destinations[pod_key(pod)]) if pod_key(pod) in destinations else pod for pod in pods]
+    plan = {
+        "moves": moves,
+        "stuck": stuck,
+        "left_out": left_out,
+        "nodes": [node["metadata"]["name"] for node in scope],
+        "before": spread(scope, pods, replica_set_owners, settings.options, selected),
+        "predicted": spread(scope, after, replica_set_owners, settings.options, selected),
+    }
+    plan["summary"] = summarize(plan)
+    return plan
+
+
+def summarize(plan):
+    """The few lines a person reads: skew before and after, moves per strategy, what is stuck."""
+    per_strategy = {}
+    for move in plan["moves"]:
+        per_strategy[move["strategy"]] = per_strategy.get(move["strategy"], 0) + 1
+    lines = ["Rebalance over %d node(s): %d move(s)%s; max skew per owner %d -> %d, per zone %d -> %d." % (
+        len(plan["nodes"]), len(plan["moves"]),
+        " (%s)" % ", ".join("%s %d" % item for item in sorted(per_strategy.items())) if per_strategy else "",
+        plan["before"]["max_skew"], plan["predicted"]["max_skew"],
+        plan["before"]["max_zone_skew"], plan["predicted"]["max_zone_skew"])]
+    for move in plan["moves"]:
+        lines.append("move %(pod)s (%(owner)s): %(from)s -> %(to)s [%(strategy)s]" % move)
+    for entry in plan["stuck"]:
+        lines.append("cannot even out %(target)s (%(strategy)s, skew %(skew)s): %(reason)s" % entry)
+    return lines
+
+
+def landings(moves, before_pods, after_pods, replica_set_owners):
+    """Where the replacements of the moved pods landed, against the plan. Pure.
+
+    A replacement is a pod of the same owner that did not exist before; each
+    move is matched to a replacement on its planned node when there is one,
+    otherwise to one elsewhere. Returns the moves with ``landed_on`` and
+    ``as_planned``, and the replacements that went back to a node a pod
+    of their owner was moved from.
+    """
+    known = {pod["metadata"]["uid"] for pod in before_pods}
+    fresh = {}
+    for pod in after_pods:
+        if pod["metadata"]["uid"] not in known and node_of(pod):
+            fresh.setdefault(owner_key(pod, replica_set_owners), []).append(node_of(pod))
+    for nodes in fresh.values():
+        nodes.sort()
+    result, back_on_source = [], []
+    for owner in sorted({move["owner"] for move in moves}):
+        landed = fresh.get(owner, [])
+        mine = [move for move in moves if move["owner"] == owner]
+        unmatched = []
+        for move in mine:
+            if move["to"] in landed:
+                landed.remove(move["to"])
+                result.append(dict(move, landed_on=move["to"], as_planned=True))
+            else:
+                unmatched.append(move)
+        sources = {move["from"] for move in mine}
+        for move in unmatched:
+            node = landed.pop(0) if landed else None
+            result.append(dict(move, landed_on=node, as_planned=False))
+            if node in sources:
+                back_on_source.append({"owner": owner, "node": node})
+    order = {move["pod"]: index for index, move in enumerate(moves)}
+    result.sort(key=lambda move: order[move["pod"]])
+    return result, back_on_source

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Rollout restart decided without a cluster: whether to restart under a restart id, the patch, and
+rollout status the way ``kubectl rollout status`` decides it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import RESTART_ID, RESTARTED_AT
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time
+
+
+@dataclass(frozen=True)
+class Status:
+    """``state`` is done, progressing, or stuck (waiting would not help: reported, not waited on)."""
+
+    state: str
+    message: str
+
+
+def _condition(obj, condition_type):
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == condition_type:
+            return condition
+    return {}
+
+
+def rollout_status(kind, obj):
+    """Whether a Deployment, StatefulSet or DaemonSet has finished rolling out, by kubectl's rules."""
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    name = "%s %s/%s" % (kind, metadata.get("namespace"), metadata.get("name"))
+    observed = metadata.get("generation", 0) <= status.get("observedGeneration", 0)
+    if kind == "Deployment":
+        if spec.get("paused"):
+            return Status("stuck", "%s is paused; resume it to let the rollout go on" % name)
+        if not observed:
+            return Status("progressing", "waiting for %s spec update to be observed" % name)
+        progressing = _condition(obj, "Progressing")
+        if progressing.get("reason") == "ProgressDeadlineExceeded":
+            return Status("stuck", "%s exceeded its progress deadline: %s" % (name, progressing.get("message")))
+        replicas = spec.get("replicas", 1)
+        updated = status.get("updatedReplicas", 0)
+        if updated < replicas:
+            return Status("progressing", "%s: %d out of %d new replicas have been updated" % (name, updated, replicas))
+        if status.get("replicas", 0) > updated:
+            return Status("progressing", "%s: %d old replicas are pending termination" % (
+                name, status.get("replicas", 0) - updated))
+        if status.get("availableReplicas", 0) < updated:
+            return Status("progressing", "%s: %d of %d updated replicas are available" % (
+                name, status.get("availableReplicas", 0), updated))
+        return Status("done", "%s successfully rolled out" % name)
+    strategy = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
+    if strategy != "RollingUpdate":
+        return Status("stuck", "%s has updateStrategy %s: its pods change only when deleted" % (name, strategy))
+    if kind == "StatefulSet":
+        if not status.get("observedGeneration") or not observed:
+            return Status("progressing", "waiting for %s spec update to be observed" % name)
+        replicas = spec.get("replicas", 1)
+        if status.get("readyReplicas", 0) < replicas:
+            return Status("progressing", "%s: waiting for %d pods to be ready" % (
+                name, replicas - status.get("readyReplicas", 0)))
+        partition = ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0
+        if partition:
+            if status.get("updatedReplicas", 0) < replicas - partition:
+                return Status("progressing", "%s: waiting for partitioned roll out to finish: %d out of %d new pods "
+                              "have been updated" % (name, status.get("updatedReplicas", 0), replicas - partition))
+            return Status("done", "%s: partitioned roll out complete" % name)
+        if status.get("updateRevision") != status.get("currentRevision"):
+            return Status("progressing", "%s: waiting for rolling update to complete %d pods at revision %s" % (
+                name, status.get("updatedReplicas", 0), status.get("updateRevision")))
+        return Status("done", "%s rolling update complete" % name)
+    if not observed:
+        return Status("progressing", "waiting for %s spec update to be observed" % name)
+    desired = status.get("desiredNumberScheduled", 0)
+    if status.get("updatedNumberScheduled", 0) < desired:
+        return Status("progressing", "%s: %d out of %d new pods have been updated" % (
+            name, status.get("updatedNumberScheduled", 0), desired))
+    if status.get("numberAvailable", 0) < desired:
+        return Status("progressing", "%s: %d of %d updated pods are available" % (
+            name, status.get("numberAvailable", 0), desired))
+    return Status("done", "%s successfully rolled out" % name)
+
+
+def restart_plan(obj, restart_id=None, restarted_after=None):
+    """(restart?, reason): a workload already restarted under ``restart_id``, or since ``restarted_after``
+    (RFC 3339), is not restarted again, so that a rerun of a rotation never restarts a workload twice."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    template_annotations = (((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}).get(
+        "annotations") or {}
+    if restart_id and annotations.get(RESTART_ID) == restart_id:
+        return False, "already restarted under restart_id %s at %s" % (restart_id, template_annotations.get(
+            RESTARTED_AT))
+    restarted_at = template_annotations.get(RESTARTED_AT)
+    if restarted_after and restarted_at and parse_time(restarted_at) >= parse_time(restarted_after):
+        return False, "already restarted at %s, after %s" % (restarted_at, restarted_after)
+    return True, "restarted"
+
+
+def restart_patch(now, restart_id=None):
+    """The strategic merge patch of ``kubectl rollout restart``, plus our restart id on the workload."""
+    patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: now}}}}}
+    if restart_id:
+        patch["metadata"] = {"annotations": {RESTART_ID: restart_id}}
+    return patch
+
+
+def owners_on_nodes(pods, replica_set_owners, include_daemonsets=False):
+    """The Workloads owning ``pods`` that a rollout restart can move, each with its pods
+    ("namespace/name on node"). ``replica_set_owners`` maps (namespace, ReplicaSet name) to its
+    Deployment; a ReplicaSet of its own is left out."""
+    owners = {}
+    for pod in pods:
+        owner = owner_of(pod, replica_set_owners)
+        if not owner or owner.kind not in RESTARTABLE_KINDS or (owner.kind == "DaemonSet" and not include_daemonsets):
+            continue
+        owners.setdefault(owner, []).append(
+            "%s/%s on %s" % (owner.namespace, pod["metadata"]["name"], node_of(pod)))
+    return owners

@@ -1,0 +1,329 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""A node rotation planned without a cluster: which nodes, in which batches, how each pod moves, and
+whether it fits.
+
+Everything here takes plain data (the API's JSON for nodes, pods and PDBs)
+and returns plain data; no client, no clock (``now`` is passed in).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL, WARM_SET_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
+    is_schedulable,
+    node_name,
+    zone_of,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import disruptions_allowed, pdbs_for
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
+    do_not_disrupt_annotation,
+    is_terminal,
+    is_terminating,
+    moved_to,
+    node_of,
+    pod_key,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration, parse_time
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import bound_volume, fit, in_zones
+
+# Workloads whose controller surges a replacement before the old pod goes.
+SURGING_KINDS = ("Deployment", "StatefulSet")
+
+
+@dataclass(frozen=True)
+class DriftRules:
+    """What a node must be; a node that is not has drifted."""
+
+    target_kubelet_version: str | None = None
+    labels: dict = field(default_factory=dict)
+    max_node_age: str | None = None
+    annotations: tuple = ()
+    taints: tuple = ()
+
+    def __bool__(self):
+        return bool(self.target_kubelet_version or self.labels or self.max_node_age or self.annotations
+                    or self.taints)
+
+
+@dataclass(frozen=True)
+class AbortIf:
+    """When a rotation stops before its next batch: a pod Pending, or a PDB blocked, for longer than this."""
+
+    pending_pods_for: str | None = None
+    pdb_blocked_for: str | None = None
+
+
+@dataclass(frozen=True)
+class RotationSettings:
+    """How to plan a rotation; ``candidates`` are the nodes it may rotate, ``named`` those asked for by name."""
+
+    candidates: frozenset = frozenset()
+    named: frozenset = frozenset()
+    rules: DriftRules = field(default_factory=DriftRules)
+    rotation_id: str | None = None
+    batch_size: str = "1"
+    most_disruptive: str = "last"
+    options: FilterOptions = field(default_factory=FilterOptions)
+    pool_labels: dict = field(default_factory=dict)
+    template_allocatable: dict | None = None
+    abort_if: AbortIf = field(default_factory=AbortIf)
+
+
+def version_tuple(text):
+    """(1, 34, 2) from "v1.34.2" or "v1.34.2-eks-abc"; missing parts are 0."""
+    numbers = re.findall(r"\d+", str(text).split("-", maxsplit=1)[0])
+    return tuple(int(n) for n in (numbers + ["0", "0", "0"])[:3])
+
+
+def drift_reasons(node, rules, now):
+    """Why ``node`` drifted from what ``rules`` (DriftRules) want; an empty list when it did not."""
+    metadata = node.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    reasons = []
+    target = rules.target_kubelet_version
+    kubelet = ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")
+    if target and kubelet and version_tuple(kubelet) < version_tuple(target):
+        reasons.append("kubelet %s is older than %s" % (kubelet, target))
+    for key, wanted in sorted((rules.labels or {}).items()):
+        if labels.get(key) != wanted:
+            reasons.append("label %s is %s, not %s" % (key, labels.get(key), wanted))
+    if rules.max_node_age and metadata.get("creationTimestamp"):
+        age = (now - parse_time(metadata["creationTimestamp"])).total_seconds()
+        if age > parse_duration(rules.max_node_age):
+            reasons.append("%d s old, more than %s" % (age, rules.max_node_age))
+    for key in rules.annotations or ():
+        if key in annotations:
+            reasons.append("annotated %s" % key)
+    taint_keys = {taint.get("key") for taint in (node.get("spec") or {}).get("taints") or []}
+    for key in rules.taints or ():
+        if key in taint_keys:
+            reasons.append("tainted %s" % key)
+    return reasons
+
+
+def choose_nodes(candidates, rules, rotation_id, now, named=()):
+    """(to rotate: [(node, reasons)], left out: [{name, reason}]) from the candidate nodes."""
+    chosen, left_out = [], []
+    for node in sorted(candidates, key=lambda n: n["metadata"]["name"]):
+        name = node_name(node)
+        phase = recorded_phase(node, rotation_id) if rotation_id else None
+        if phase in FINISHED_PHASES:
+            left_out.append({"name": name, "reason": "already rotated by %s (%s)" % (rotation_id, phase)})
+            continue
+        if name in named:
+            chosen.append((node, ["named"]))
+            continue
+        reasons = drift_reasons(node, rules, now) if rules else ["selected"]
+        if reasons:
+            chosen.append((node, reasons))
+        else:
+            left_out.append({"name": name, "reason": "no drift"})
+    return chosen, left_out
+
+
+def make_batches(chosen, size, pods_per_node, most_disruptive="last"):
+    """Batches of node names: one zone at a time, at most ``size`` nodes each.
+
+    Within a zone, nodes with fewer movable pods go first (``most_disruptive="last"``)
+    or last (``"first"``); zones follow in name order.
+    """
+    per_batch = batch_count(size, len(chosen))
+    zones = {}
+    for node, _reasons in chosen:
+        zones.setdefault(zone_of(node) or "", []).append(node_name(node))
+    batches = []
+    for zone in sorted(zones):
+        names = sorted(zones[zone], key=lambda name: (pods_per_node.get(name, 0), name),
+                       reverse=(most_disruptive == "first"))
+        for start in range(0, len(names), per_batch):
+            batches.append({"zone": zone or None, "nodes": names[start:start + per_batch]})
+    return batches
+
+
+def surging_workload(pod, replica_set_owners):
+    """The Deployment or StatefulSet (a Workload) that owns the pod and surges on restart, or None."""
+    owner = owner_of(pod, replica_set_owners)
+    return owner if owner and owner.kind in SURGING_KINDS else None
+
+
+def move_of(pod, workload, replicas, pdbs, options):
+    """How one pod leaves its node: (method, reason), method one of restart, evict, stays, blocked.
+
+    Rollout restart is the only safe way for do-not-disrupt pods, single
+    replicas, and pods whose PDB allows no disruption now: the controller
+    surges a replacement before the old pod goes.
+    """
+    verdict = judge(pod, FilterOptions(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
+                                       respect_do_not_disrupt=False,
+                                       evict_system_critical=options.evict_system_critical)).verdict
+    if verdict.action in ("skip", "delete"):
+        return "stays", verdict.reason
+    protected = do_not_disrupt_annotation(pod) is not None
+    if workload:
+        if protected:
+            return "restart", "do-not-disrupt"
+        if replicas == 1:
+            return "restart", "single replica"
+        blocking = [pdb["metadata"]["name"] for pdb in pdbs_for(pod, pdbs) if disruptions_allowed(pdb) == 0]
+        if blocking:
+            return "restart", "PDB %s allows no disruption now" % ", ".join(blocking)
+    if verdict.action == "refuse":
+        return "blocked", "%s: %s" % (verdict.reason, verdict.detail)
+    if protected:
+        return "blocked", "do-not-disrupt pod without a Deployment or StatefulSet to restart"
+    return "evict", "evictable"
+
+
+def warm_template(name, labels, allocatable, taints=()):
+    """A node that does not exist yet, for the fit check: the pool's labels and a template's allocatable."""
+    return {"metadata": {"name": name, "labels": dict(labels, **{HOSTNAME_LABEL: name})},
+            "spec": {"taints": list(taints)}, "status": {"allocatable": dict(allocatable)}}
+
+
+def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None):
+    """The whole rotation plan. Pure.
+
+    ``nodes`` are the candidate nodes plus every other node of the cluster
+    (``settings.candidates`` names the candidates); ``replicas`` maps each
+    Workload to its desired replicas; ``claim_zones`` maps "namespace/claim"
+    to the zone its volume is bound to.
+    """
+    candidates = [node for node in nodes if node_name(node) in settings.candidates]
+    chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named)
+    rotating = {node_name(node) for node, _reasons in chosen}
+    moves = {}
+    for pod in pods:
+        if node_of(pod) in rotating:
+            workload = surging_workload(pod, replica_set_owners)
+            moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload), pdbs,
+                                                            settings.options)
+    pods_per_node = {}
+    for pod, _workload, method, _reason in moves.values():
+        if method != "stays":
+            pods_per_node[node_of(pod)] = pods_per_node.get(node_of(pod), 0) + 1
+    batches = make_batches(chosen, settings.batch_size or 1, pods_per_node, settings.most_disruptive or "last")
+    targets = [node for node in nodes if node_name(node) not in rotating and is_schedulable(node)]
+    residents = [pod for pod in pods if node_of(pod) not in rotating and not is_terminal(pod)]
+    pool_labels = settings.pool_labels or {}
+    template = settings.template_allocatable
+    for index, batch in enumerate(batches, start=1):
+        batch_nodes = set(batch["nodes"])
+        batch_moves = [m for m in moves.values() if node_of(m[0]) in batch_nodes]
+        movers = [pod for pod, _w, method, _r in batch_moves if method in ("restart", "evict")]
+        warm_count, warm_free = 0, {}
+        if template:
+            warm_count, computed = nodes_needed([pod for pod, _w, _m, _r in batch_moves], template, pool_labels)
+            batch["warm_computed"] = computed["summary"]
+            # What a warm node offers once its DaemonSet pods run there too.
+            warm_free = {resource: "%r" % (computed["node_allocatable"][resource]
+                                           - computed["daemonset_requests_per_node"][resource])
+                         for resource in RESOURCES}
+        warm = [warm_template("warm-%d-%d" % (index, n), pool_labels, warm_free) for n in range(warm_count)]
+        zones = {}
+        for pod in movers:
+            bound = bound_volume(pod, claim_zones or {})
+            if bound:
+                zones[pod_key(pod)] = bound[1]
+        placement, unplaced = fit([p for p in movers if pod_key(p) not in zones], targets + warm, residents)
+        for pod in [p for p in movers if pod_key(p) in zones]:
+            zone_targets = [node for node in targets + warm if in_zones(node, zones[pod_key(pod)])]
+            extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
+            placement.update(extra_placement)
+            unplaced.extend(dict(entry, reason="its volume is bound to zone %s: %s" % (
+                zones[pod_key(pod)], entry["reason"])) for entry in extra_unplaced)
+        restarts = {}
+        for pod, workload, method, reason in batch_moves:
+            if method == "restart":
+                entry = restarts.setdefault(workload, dict(workload.target(), target=workload.target(), reason=reason,
+                                                           pods=[]))
+                entry["pods"].append(pod_key(pod))
+        batch.update(
+            index=index,
+            restart=[restarts[key] for key in sorted(restarts)],
+            evict=sorted(pod_key(pod) for pod, _w, method, _r in batch_moves if method == "evict"),
+            blocked=sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in batch_moves
+                            if method == "blocked"), key=lambda entry: entry["pod"]),
+            stays=sorted(pod_key(pod) for pod, _w, method, _r in batch_moves if method == "stays"),
+            warm_nodes=warm_count,
+            fits=not unplaced,
+            unplaced=unplaced,
+        )
+        # The next batch sees this one's pods where they were placed, and its warm nodes.
+        targets = targets + warm
+        residents = residents + [moved_to(pod, placement[pod_key(pod)]) for pod in movers if pod_key(pod) in placement]
+    plan = {
+        "rotation_id": settings.rotation_id,
+        "nodes": [{"name": node_name(node), "zone": zone_of(node), "reasons": reasons} for node, reasons in chosen],
+        "left_out": left_out,
+        "batches": batches,
+        "fits": all(batch["fits"] for batch in batches),
+        "safe": not any(batch["blocked"] for batch in batches),
+        "abort_reasons": abort_reasons(pods, pdbs, settings.abort_if, now),
+    }
+    plan["summary"] = summarize_plan(plan)
+    return plan
+
+
+def summarize_plan(plan):
+    """The few lines a person reads before a rotation starts."""
+    lines = ["Rotation %s: %d node(s) in %d batch(es)%s." % (
+        plan["rotation_id"] or "(no id)", len(plan["nodes"]), len(plan["batches"]),
+        "; %d left out" % len(plan["left_out"]) if plan["left_out"] else "")]
+    for batch in plan["batches"]:
+        lines.append("batch %d/%d (zone %s): %s; restart %d workload(s), evict %d pod(s), %d warm node(s)%s%s" % (
+            batch["index"], len(plan["batches"]), batch["zone"] or "-", ", ".join(batch["nodes"]),
+            len(batch["restart"]), len(batch["evict"]), batch["warm_nodes"],
+            "; DOES NOT FIT: %s" % "; ".join("%s (%s)" % (u["pod"], u["reason"]) for u in batch["unplaced"])
+            if batch["unplaced"] else "",
+            "; BLOCKED: %s" % "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in batch["blocked"])
+            if batch["blocked"] else ""))
+    return lines
+
+
+def abort_reasons(pods, pdbs, abort_if, now):
+    """Why a rotation should stop before its next batch, by ``abort_if`` (AbortIf); [] to go on. Pure.
+
+    A pod Pending longer than ``pending_pods_for`` (placeholders aside), or a
+    PDB whose disruptions have not been allowed for longer than
+    ``pdb_blocked_for``.
+    """
+    reasons = []
+    limit = abort_if.pending_pods_for
+    if limit:
+        seconds = parse_duration(limit)
+        for pod in pods:
+            metadata = pod.get("metadata") or {}
+            if (pod.get("status") or {}).get("phase") != "Pending" or is_terminating(pod) or \
+                    WARM_SET_LABEL in (metadata.get("labels") or {}) or not metadata.get("creationTimestamp"):
+                continue
+            age = (now - parse_time(metadata["creationTimestamp"])).total_seconds()
+            if age > seconds:
+                reasons.append("pod %s has been Pending for %d s (abort_if pending_pods_for %s)" % (
+                    pod_key(pod), age, limit))
+    limit = abort_if.pdb_blocked_for
+    if limit:
+        seconds = parse_duration(limit)
+        for pdb in pdbs:
+            status = pdb.get("status") or {}
+            condition = next((c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), {})
+            if status.get("disruptionsAllowed", 0) or condition.get("status") != "False" or \
+                    not condition.get("lastTransitionTime"):
+                continue
+            age = (now - parse_time(condition["lastTransitionTime"])).total_seconds()
+            if age > seconds:
+                reasons.append("PDB %s/%s has allowed no disruption for %d s (abort_if pdb_blocked_for %s)" % (
+                    pdb["metadata"]["namespace"], pdb["metadata"]["name"], age, limit))
+    return reasons

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
+    claim_names,
+    controller_of,
+    do_not_disrupt_annotation,
+    is_ready,
+    is_terminal,
+    is_terminating,
+    moved_to,
+    node_of,
+    pod_key,
+)
+from builders import pod
+
+
+def test_a_pod_is_named_by_namespace_and_name_and_knows_its_node():
+    assert pod_key(pod("web-1", namespace="shop")) == "shop/web-1"
+    assert node_of(pod(node_name="n7")) == "n7"
+    assert node_of({"metadata": {"name": "p"}}) is None
+
+
+def test_the_controller_is_the_owner_reference_marked_controller():
+    subject = pod()
+    subject["metadata"]["ownerReferences"].insert(0, {"kind": "ConfigMap", "name": "cm"})
+    assert controller_of(subject) == {"kind": "ReplicaSet", "name": "web-rs", "controller": True}
+    assert controller_of(pod(kind=None)) is None
+    assert controller_of({"metadata": {"ownerReferences": [{"kind": "ConfigMap", "name": "cm"}]}}) is None
+
+
+def test_terminal_terminating_and_ready():
+    assert is_terminal(pod(phase="Succeeded")) and is_terminal(pod(phase="Failed"))
+    assert not is_terminal(pod(phase="Running"))
+    assert is_terminating(pod(deleting=True)) and not is_terminating(pod())
+    assert is_ready(pod()) and not is_ready(pod(ready=False))
+    assert not is_ready(pod(deleting=True)), "a terminating pod is not ready whatever its condition says"
+
+
+def test_do_not_disrupt_annotation_is_the_one_that_asks_with_its_value():
+    assert do_not_disrupt_annotation(pod(annotations={"karpenter.sh/do-not-disrupt": "true"})) == \
+        ("karpenter.sh/do-not-disrupt", "true")
+    assert do_not_disrupt_annotation(pod(annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"})) \
+        == ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")
+    assert do_not_disrupt_annotation(pod(annotations={"karpenter.sh/do-not-disrupt": "false",
+                                                      "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"})) \
+        is None
+
+
+def test_claim_names_are_the_persistent_volume_claims_only():
+    subject = pod(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}},
+                           {"name": "tmp", "emptyDir": {}},
+                           {"name": "logs", "persistentVolumeClaim": {"claimName": "logs"}}])
+    assert claim_names(subject) == ["data-db-0", "logs"]
+    assert claim_names(pod()) == []
+
+
+def test_moved_to_copies_the_pod_onto_another_node_leaving_the_original():
+    original = pod(node_name="old", nodeSelector={"pool": "a"})
+    moved = moved_to(original, "new")
+    assert node_of(moved) == "new" and moved["spec"]["nodeSelector"] == {"pool": "a"}
+    assert node_of(original) == "old"

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
+    parse_quantity,
+    pod_requests,
+    resource_amounts,
+)
+from builders import pod
+
+
+@pytest.mark.parametrize("text, value", [
+    ("2", 2.0),
+    (3, 3.0),
+    ("100m", 0.1),
+    ("1.5", 1.5),
+    ("2k", 2000.0),
+    ("16M", 16e6),
+    ("16Mi", 16 * 2 ** 20),
+    ("16Gi", 16 * 2 ** 30),
+    ("1Ti", 2 ** 40),
+    ("1e3", 1000.0),
+    ("1.5E2", 150.0),
+    ("2e-3", 0.002),
+    (" 4 ", 4.0),
+    ("-1", -1.0),
+])
+def test_quantities_are_base_units(text, value):
+    assert parse_quantity(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1Zi", "1 Gi", "16gi", "Gi", "1,5"])
+def test_anything_else_is_not_a_quantity(text):
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        parse_quantity(text)
+
+
+def test_resource_amounts_count_a_missing_resource_as_zero():
+    assert resource_amounts({"cpu": "250m", "memory": "1Gi"}) == {"cpu": 0.25, "memory": 2 ** 30, "pods": 0}
+    assert resource_amounts(None) == {"cpu": 0, "memory": 0, "pods": 0}
+
+
+def test_requests_are_the_sum_of_the_containers_and_one_pod():
+    subject = pod(containers=[{"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
+                              {"name": "b", "resources": {"requests": {"cpu": "400m", "ephemeral-storage": "1Gi"}}},
+                              {"name": "c"}])
+    assert pod_requests(subject) == {"cpu": pytest.approx(0.5), "memory": 64 * 2 ** 20, "pods": 1.0}
+
+
+def test_a_larger_init_container_decides_per_resource():
+    subject = pod(cpu="500m", memory="64Mi",
+                  initContainers=[{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "32Mi"}}}])
+    assert pod_requests(subject) == {"cpu": 2.0, "memory": 64 * 2 ** 20, "pods": 1.0}
+
+
+def test_overhead_is_added_after_the_init_containers():
+    subject = pod(cpu="500m", memory="64Mi", overhead={"cpu": "250m", "memory": "16Mi"},
+                  initContainers=[{"name": "init", "resources": {"requests": {"cpu": "1"}}}])
+    assert pod_requests(subject) == {"cpu": 1.25, "memory": 80 * 2 ** 20, "pods": 1.0}
+
+
+def test_a_pod_without_requests_still_takes_a_pod_slot():
+    assert pod_requests({"spec": {"containers": [{"name": "c"}]}}) == {"cpu": 0.0, "memory": 0.0, "pods": 1.0}

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
+from builders import pod
+
+TEMPLATE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+POOL = {"pool": "new"}
+
+
+def agents(cpu):
+    return [pod("agent-%d" % index, "old-%d" % index, kind="DaemonSet", owner="agent", cpu=cpu, memory="0")
+            for index in range(2)]
+
+
+def test_daemonset_requests_come_off_every_new_node():
+    movers = [pod("web-%d" % index, "old-%d" % (index % 2), cpu="1", memory="0") for index in range(7)]
+    assert nodes_needed(movers, TEMPLATE, POOL)[0] == 2
+    count, explanation = nodes_needed(movers + agents("1"), TEMPLATE, POOL)
+    assert count == 3, "7 cpu on nodes with 3 cpu left after the agent"
+    assert explanation["daemonset_requests_per_node"] == {"cpu": 1.0, "memory": 0.0, "pods": 1.0}
+    assert explanation["pods"] == 7 and explanation["requests"]["cpu"] == 7.0
+    assert explanation["nodes_by_resource"] == {"cpu": 3, "memory": 0, "pods": 1}
+
+
+def test_the_tightest_resource_decides():
+    movers = [pod("cache-%d" % index, "old-0", cpu="100m", memory="10Gi") for index in range(4)]
+    count, explanation = nodes_needed(movers, TEMPLATE, POOL)
+    assert count == 3 and explanation["nodes_by_resource"] == {"cpu": 1, "memory": 3, "pods": 1}
+    by_pods = nodes_needed(movers * 2, dict(TEMPLATE, memory="100Gi", pods="3"), POOL)
+    assert by_pods[0] == 3 and by_pods[1]["nodes_by_resource"] == {"cpu": 1, "memory": 1, "pods": 3}
+    assert explanation["summary"].startswith("4 pods requesting cpu 0.4, memory 4.29497e+10, pods 4 need 3 node(s)")
+
+
+def test_pods_the_pool_cannot_take_are_left_out_by_name():
+    pods = [pod("web", "old-0", cpu="1"), pod("pinned", "old-0", cpu="4", nodeSelector={"pool": "old"}),
+            pod("anywhere", "old-0", cpu="1", nodeSelector={"pool": "new"})]
+    count, explanation = nodes_needed(pods, TEMPLATE, POOL)
+    assert count == 1 and explanation["pods"] == 2
+    assert explanation["not_for_pool"] == ["ns/pinned"]
+
+
+def test_every_pod_that_must_leave_counts_even_those_eviction_refuses():
+    pods = [pod("bare", "old-0", kind=None, cpu="2"),
+            pod("protected", "old-0", cpu="2", annotations={"karpenter.sh/do-not-disrupt": "true"}),
+            pod("scratch", "old-0", cpu="2", volumes=[{"name": "tmp", "emptyDir": {}}]),
+            pod("done", "old-0", cpu="8", phase="Succeeded"),
+            pod("static", "old-0", cpu="8", kind="Node", annotations={"kubernetes.io/config.mirror": "x"})]
+    count, explanation = nodes_needed(pods, TEMPLATE, POOL)
+    assert explanation["pods"] == 3 and count == 2
+
+
+def test_nothing_to_move_needs_no_node():
+    assert nodes_needed(agents("1"), TEMPLATE, POOL)[0] == 0
+    assert nodes_needed([], TEMPLATE, POOL)[0] == 0
+
+
+def test_daemonsets_that_eat_a_whole_node_are_invalid_input():
+    with pytest.raises(InvalidInput, match="a template node has no cpu left after DaemonSet pods"):
+        nodes_needed([pod("web", "old-0")] + agents("4"), TEMPLATE, POOL)

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import PHASE_AT, ROTATION_ID, ROTATION_PHASE
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
+    phase_annotations,
+    phase_patch,
+    recorded_phase,
+)
+from builders import node
+
+NOW = "2026-12-03T06:00:00Z"
+GUARD = {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
+
+
+def at(phase, rotation_id="r1"):
+    return node(annotations={ROTATION_ID: rotation_id, ROTATION_PHASE: phase, PHASE_AT: "2026-12-03T05:00:00Z"})
+
+
+def test_recorded_phase_is_only_that_of_the_same_rotation_and_a_known_phase():
+    assert recorded_phase(at("drained"), "r1") == "drained"
+    assert recorded_phase(at("drained"), "r2") is None
+    assert recorded_phase(at("exploded"), "r1") is None
+    assert recorded_phase(node(), "r1") is None
+
+
+def test_phase_annotations_move_a_node_forward_only():
+    cordoned = {ROTATION_ID: "r1", ROTATION_PHASE: "cordoned", PHASE_AT: NOW}
+    assert phase_annotations(node(), "r1", "cordoned", NOW) == cordoned
+    assert phase_annotations(at("cordoned"), "r1", "drained", NOW)[ROTATION_PHASE] == "drained"
+    assert phase_annotations(at("drained"), "r1", "drained", NOW) == {}
+    assert phase_annotations(at("retired"), "r1", "cordoned", NOW) == {}
+
+
+def test_another_rotations_phase_is_replaced():
+    assert phase_annotations(at("retired", "r0"), "r1", "cordoned", NOW) == {
+        ROTATION_ID: "r1", ROTATION_PHASE: "cordoned", PHASE_AT: NOW}
+
+
+def test_phase_patch_is_guarded_and_creates_the_annotations_map_when_missing():
+    assert phase_patch(node(), "r1", "cordoned", NOW) == [
+        GUARD, {"op": "add", "path": "/metadata/annotations",
+                "value": {ROTATION_ID: "r1", ROTATION_PHASE: "cordoned", PHASE_AT: NOW}}]
+
+
+def test_phase_patch_sets_only_the_changed_annotations():
+    assert phase_patch(at("cordoned"), "r1", "drained", NOW) == [
+        GUARD,
+        {"op": "add", "path": "/metadata/annotations/kubeops.io~1rotation-phase", "value": "drained"},
+        {"op": "add", "path": "/metadata/annotations/kubeops.io~1rotation-phase-at", "value": NOW}]
+
+
+def test_phase_patch_never_moves_a_node_back():
+    assert phase_patch(at("drained"), "r1", "cordoned", NOW) == []

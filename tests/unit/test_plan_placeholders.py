@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
+    placeholder_deployment,
+    priority_class,
+    warm_nodes_of,
+)
+from builders import node, pod
+
+NOT_OLD = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["old-1", "old-2"]}
+SET = {"kubeops.io/warm-set": "warm"}
+
+
+def build(**options):
+    return placeholder_deployment("warm", "kubeops", 3, "kubeops-placeholder", **options)
+
+
+def pod_spec(deployment):
+    return deployment["spec"]["template"]["spec"]
+
+
+def test_one_placeholder_per_node_by_hostname_anti_affinity():
+    deployment = build()
+    assert deployment["spec"]["replicas"] == 3 and deployment["spec"]["selector"] == {"matchLabels": SET}
+    assert deployment["spec"]["template"]["metadata"]["labels"] == dict(SET, **{
+        "app.kubernetes.io/managed-by": "kubeops.rotation"})
+    assert pod_spec(deployment)["affinity"] == {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": SET}}]}}
+    assert pod_spec(deployment)["priorityClassName"] == "kubeops-placeholder"
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_placeholders_ask_autoscalers_to_leave_them_and_their_node_alone():
+    assert build()["spec"]["template"]["metadata"]["annotations"] == {
+        "karpenter.sh/do-not-disrupt": "true", "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+
+
+def test_excluded_nodes_become_a_not_in_term_of_their_own():
+    affinity = pod_spec(build(exclude_nodes=["old-2", "old-1"]))["affinity"]
+    assert affinity["nodeAffinity"] == {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [NOT_OLD]}]}}
+
+
+def test_excluded_nodes_are_added_to_every_given_node_affinity_term():
+    preferred = [{"weight": 1, "preference": {"matchExpressions": [{"key": "spot", "operator": "Exists"}]}}]
+    given = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["new"]}]},
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["spare"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred}
+    affinity = pod_spec(build(node_affinity=given, exclude_nodes={"old-1", "old-2"}))["affinity"]
+    assert affinity["nodeAffinity"] == {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["new"]}, NOT_OLD]},
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["spare"]}, NOT_OLD]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred}
+    assert given["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "pool", "operator": "In", "values": ["new"]}], "the caller's affinity is left alone"
+
+
+def test_without_node_affinity_or_exclusions_there_is_no_node_affinity():
+    assert "nodeAffinity" not in pod_spec(build())["affinity"]
+
+
+def test_a_preferred_only_node_affinity_is_kept_as_given():
+    preferred = {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "spot", "operator": "Exists"}]}}]}
+    assert pod_spec(build(node_affinity=preferred))["affinity"]["nodeAffinity"] == preferred
+
+
+def test_pool_selector_tolerations_and_requests_reach_the_pod():
+    spec = pod_spec(build(node_selector={"pool": "new"}, tolerations=[{"key": "gpu", "operator": "Exists"}],
+                          requests={"cpu": "1"}, image="pause:test"))
+    assert spec["nodeSelector"] == {"pool": "new"}
+    assert spec["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+    assert spec["containers"] == [{"name": "placeholder", "image": "pause:test",
+                                   "resources": {"requests": {"cpu": "1"}}}]
+    assert pod_spec(build())["containers"][0]["resources"]["requests"] == {"cpu": "10m", "memory": "16Mi"}
+
+
+def test_the_spec_hash_changes_with_the_pod_spec_only():
+    def spec_hash(deployment):
+        return deployment["metadata"]["annotations"]["kubeops.io/placeholder-spec"]
+
+    assert len(spec_hash(build())) == 16
+    assert spec_hash(build()) == spec_hash(placeholder_deployment("warm", "kubeops", 7, "kubeops-placeholder"))
+    assert spec_hash(build()) != spec_hash(build(exclude_nodes=["old-1"]))
+    assert spec_hash(build()) != spec_hash(build(requests={"cpu": "20m"}))
+    assert spec_hash(build()) != spec_hash(build(node_selector={"pool": "new"}))
+
+
+def test_priority_class_never_preempts_and_is_not_the_default():
+    assert priority_class("kubeops-placeholder", -10) == {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "kubeops-placeholder", "labels": {"app.kubernetes.io/managed-by": "kubeops.rotation"}},
+        "value": -10, "globalDefault": False, "preemptionPolicy": "Never",
+        "description": "Placeholders of kubeops.rotation warm nodes: any real pod preempts them."}
+
+
+def test_warm_nodes_are_those_with_a_ready_placeholder_on_a_ready_schedulable_node():
+    nodes = {name: node(name) for name in ("warm-1", "warm-2", "cordoned", "down", "old-1")}
+    nodes["cordoned"] = node("cordoned", unschedulable=True)
+    nodes["down"] = node("down", ready="False")
+    placeholders = [pod("p1", "warm-2", labels=SET), pod("p2", "warm-1", labels=SET),
+                    pod("p3", "warm-1", labels=SET), pod("p4", "cordoned", labels=SET),
+                    pod("p5", "down", labels=SET), pod("p6", "old-1", labels=SET),
+                    pod("p7", "unknown", labels=SET), pod("p8", None, labels=SET, phase="Pending", ready=False)]
+    assert warm_nodes_of(placeholders, nodes, exclude_nodes=["old-1"]) == ["warm-1", "warm-2"]
+    assert warm_nodes_of(placeholders, nodes) == ["old-1", "warm-1", "warm-2"]
+    assert warm_nodes_of([pod("starting", "warm-1", ready=False)], nodes) == []

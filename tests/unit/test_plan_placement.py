@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
+    Room,
+    bound_volume,
+    domain_counts,
+    fit,
+    in_zones,
+    matches_node_affinity,
+    node_accepts,
+    tolerates,
+)
+from builders import anti_affinity, node, pod, zone_spread
+
+GPU = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+ANTI_DB = anti_affinity("db")
+ZONE_SPREAD = [zone_spread()]
+
+
+def tolerating(*tolerations):
+    return pod(tolerations=list(tolerations))
+
+
+def required(*expressions):
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]}}}
+
+
+@pytest.mark.parametrize("toleration, tolerated", [
+    ({"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}, True),
+    ({"key": "gpu", "operator": "Equal", "value": "false", "effect": "NoSchedule"}, False),
+    ({"key": "gpu", "operator": "Exists"}, True),
+    ({"key": "gpu", "operator": "Exists", "effect": "NoExecute"}, False),
+    ({"key": "ssd", "operator": "Exists"}, False),
+    ({"operator": "Exists"}, True),
+    ({"operator": "Exists", "effect": "NoSchedule"}, True),
+    ({"operator": "Exists", "effect": "NoExecute"}, False),
+])
+def test_tolerations_match_key_value_and_effect_like_the_scheduler(toleration, tolerated):
+    assert tolerates(tolerating(toleration), GPU) is tolerated
+
+
+def test_a_pod_without_tolerations_tolerates_nothing():
+    assert not tolerates(pod(), GPU)
+
+
+def test_node_selector_and_required_node_affinity_select_nodes():
+    ssd = node(labels={"disk": "ssd"}, zone="a")
+    assert matches_node_affinity(pod(), ssd)
+    assert matches_node_affinity(pod(nodeSelector={"disk": "ssd"}), ssd)
+    assert not matches_node_affinity(pod(nodeSelector={"disk": "hdd"}), ssd)
+    assert matches_node_affinity(pod(affinity=required({"key": "disk", "operator": "In", "values": ["ssd"]})), ssd)
+    assert not matches_node_affinity(pod(affinity=required({"key": "gpu", "operator": "Exists"})), ssd)
+
+
+def test_any_node_selector_term_may_match_but_every_expression_of_a_term_must():
+    terms = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]},
+                              {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["b"]}]},
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}}
+    assert not matches_node_affinity(pod(affinity=terms), node(labels={"disk": "ssd"}, zone="a"))
+    assert matches_node_affinity(pod(affinity=terms), node(labels={"disk": "ssd"}, zone="b"))
+    assert matches_node_affinity(pod(affinity=terms), node(labels={"gpu": "a100"}, zone="a"))
+
+
+def test_node_accepts_needs_tolerations_for_hard_taints_only():
+    assert not node_accepts(pod(), node(taints=[GPU]))
+    assert node_accepts(tolerating({"key": "gpu", "operator": "Exists"}), node(taints=[GPU]))
+    assert node_accepts(pod(), node(taints=[{"key": "spot", "effect": "PreferNoSchedule"}]))
+    assert not node_accepts(pod(), node(taints=[{"key": "spot", "effect": "NoExecute"}]))
+    assert not node_accepts(pod(nodeSelector={"disk": "ssd"}, tolerations=[{"key": "gpu", "operator": "Exists"}]),
+                            node(taints=[GPU], labels={"disk": "hdd"}))
+    assert not node_accepts(pod(nodeSelector={"disk": "ssd"}), node())
+
+
+def test_bound_volume_is_the_first_claim_bound_to_zones():
+    subject = pod(volumes=[{"name": "tmp", "emptyDir": {}},
+                           {"name": "cache", "persistentVolumeClaim": {"claimName": "cache"}},
+                           {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    assert bound_volume(subject, {"ns/data": "a,b", "other/cache": "c"}) == ("data", "a,b")
+    assert bound_volume(subject, {"ns/cache": None}) is None
+    assert bound_volume(pod(), {"ns/data": "a"}) is None
+
+
+def test_in_zones_takes_one_zone_or_a_comma_list():
+    assert in_zones(node(zone="b"), "a,b") and in_zones(node(zone="a"), "a")
+    assert not in_zones(node(zone="c"), "a,b")
+    assert not in_zones(node(), "a")
+
+
+def test_domain_counts_count_matching_pods_of_the_namespace_on_nodes_the_pod_may_use():
+    nodes = [node("a-0", zone="a"), node("b-0", zone="b"), node("c-0", zone="c", labels={"pool": "other"}),
+             node("nowhere")]
+    subject = pod(topologySpreadConstraints=ZONE_SPREAD, affinity=required(
+        {"key": "pool", "operator": "DoesNotExist"}))
+    pods_by_node = {"a-0": [pod("w1"), pod("w2"), pod("db", app="db"), pod("x", namespace="other")],
+                    "b-0": [], "c-0": [pod("w3")], "nowhere": [pod("w4")]}
+    assert domain_counts(subject, ZONE_SPREAD[0], nodes, pods_by_node) == {"a": 2, "b": 0}
+
+
+def test_room_takes_requests_off_allocatable_as_pods_come_and_go():
+    room = Room([node("n1", cpu="2")], [pod("resident", cpu="500m"), pod("elsewhere", "n9", cpu="1")])
+    assert room.free["n1"]["cpu"] == pytest.approx(1.5) and room.free["n1"]["pods"] == 109
+    assert [p["metadata"]["name"] for p in room.pods_by_node["n1"]] == ["resident"]
+    mover = pod("mover", cpu="1")
+    room.add(mover, "n1")
+    assert room.free["n1"]["cpu"] == pytest.approx(0.5)
+    room.remove(mover, "n1")
+    assert room.free["n1"]["cpu"] == pytest.approx(1.5)
+    assert [p["metadata"]["name"] for p in room.pods_by_node["n1"]] == ["resident"]
+
+
+def test_room_says_why_a_pod_may_not_go_to_a_node():
+    room = Room([node("n1", cpu="2", zone="a"), node("n2", zone="b", taints=[GPU]), node("n3", zone="a")],
+                [pod("db-0", app="db"), pod("big", "n3", cpu="3")])
+    assert room.why_not(pod("web"), "n1") is None
+    assert room.why_not(pod("web"), "n2") == "no node matches its node selector, affinity or tolerations"
+    assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n1") == "hostname anti-affinity leaves no node"
+    assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n3") is None
+    assert room.why_not(pod("huge", cpu="2", memory="1Gi"), "n3") == \
+        "no node has room for its requests (cpu 2, memory 1.07374e+09)"
+
+
+def test_room_keeps_a_pods_own_zone_spread_constraint():
+    nodes = [node("a-0", zone="a"), node("b-0", zone="b"), node("plain")]
+    room = Room(nodes, [pod("w1", "a-0"), pod("w2", "b-0"), pod("w3", "a-0")])
+    spreading = pod("w4", topologySpreadConstraints=ZONE_SPREAD)
+    assert room.why_not(spreading, "a-0") == \
+        "its topology spread constraint on topology.kubernetes.io/zone would be broken"
+    assert room.why_not(spreading, "b-0") is None
+    assert room.why_not(spreading, "plain") == \
+        "its topology spread constraint on topology.kubernetes.io/zone would be broken", "a node outside every zone"
+    soft = [zone_spread(when="ScheduleAnyway")]
+    assert room.why_not(pod("w5", topologySpreadConstraints=soft), "a-0") is None
+
+
+def test_fit_respects_requests_selectors_taints_and_hostname_anti_affinity():
+    nodes = [node("small", cpu="2"), node("ssd", cpu="8", labels={"disk": "ssd"}),
+             node("tainted", cpu="8", taints=[{"key": "gpu", "effect": "NoSchedule"}])]
+    pods = [pod("big", "old", cpu="3"), pod("needs-ssd", "old", cpu="1", nodeSelector={"disk": "ssd"}),
+            pod("db-0", "old", app="db", cpu="1", affinity=ANTI_DB),
+            pod("db-1", "old", app="db", cpu="1", affinity=ANTI_DB),
+            pod("db-2", "old", app="db", cpu="1", affinity=ANTI_DB)]
+    residents = [pod("resident", "small", cpu="1")]
+    placement, unplaced = fit(pods, nodes, residents)
+    assert placement["ns/big"] == "ssd" and placement["ns/needs-ssd"] == "ssd"
+    assert {placement["ns/db-0"], placement["ns/db-1"]} == {"small", "ssd"}
+    assert unplaced == [{"pod": "ns/db-2", "reason": "hostname anti-affinity leaves no node"}]
+    assert [p["metadata"]["name"] for p in residents] == ["resident"], "fit leaves its inputs alone"
+
+
+def test_fit_reports_the_most_telling_reason():
+    placement, unplaced = fit([pod("gpu-job", nodeSelector={"gpu": "yes"}), pod("huge", cpu="64")],
+                              [node("n1")], [])
+    assert placement == {}
+    assert unplaced == [{"pod": "ns/huge", "reason": "no node has room for its requests (cpu 64, memory 6.71089e+07)"},
+                        {"pod": "ns/gpu-job", "reason": "no node matches its node selector, affinity or tolerations"}]
