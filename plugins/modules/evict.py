@@ -120,6 +120,18 @@ options:
         ones are reported and left in place.
     type: bool
     default: false
+  keep_zones:
+    description:
+      - While the pods move, the Ready, uncordoned nodes outside the zones of the selected nodes carry the
+        taint C(kubeops.io/rebalancing=true:PreferNoSchedule), so that the scheduler puts the
+        replacements back in their own zone when it has room (its default spreading would otherwise
+        even them out over every zone). The taints are removed at the end, also on failure; a run
+        killed in between leaves them, and the next run with O(keep_zones) or the next
+        M(kubeops.rotation.rebalance) pass removes them.
+      - RV(steered_nodes) names the nodes that carried it.
+    type: bool
+    default: false
+    version_added: 0.2.0
   max_in_flight:
     description:
       - Evicted pods not yet gone, at most, at any time.
@@ -248,6 +260,12 @@ nodes:
   returned: always
   type: list
   elements: str
+steered_nodes:
+  description: The nodes steered away from with O(keep_zones), for the time of the call.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
 elapsed_seconds:
   description: Wall time of the call.
   returned: always
@@ -282,6 +300,7 @@ EVICT_ARGUMENT_SPEC = dict(
     respect_do_not_disrupt=dict(type="bool", default=True),
     evict_system_critical=dict(type="bool", default=False),
     skip_refused=dict(type="bool", default=False),
+    keep_zones=dict(type="bool", default=False),
     max_in_flight=dict(type="int"),
     max_per_node=dict(type="int"),
     max_per_namespace=dict(type="int"),
@@ -324,7 +343,8 @@ def main():
 
     def evict(client, settings):
         selection, options, eviction = settings
-        return drain(client, selection, options, eviction, module.params["skip_refused"], module.check_mode)
+        return drain(client, selection, options, eviction, module.params["skip_refused"], module.check_mode,
+                     module.params["keep_zones"])
 
     run_module(module, evict, validated)
 

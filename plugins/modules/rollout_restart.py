@@ -99,6 +99,18 @@ options:
     type: list
     elements: str
     default: []
+  keep_zones:
+    description:
+      - While the pods move, the Ready, uncordoned nodes outside the zones where the workloads' pods run now (not O(avoid_nodes)) carry the
+        taint C(kubeops.io/rebalancing=true:PreferNoSchedule), so that the scheduler puts the
+        replacements back in their own zone when it has room (its default spreading would otherwise
+        even them out over every zone). The taints are removed at the end, also on failure; a run
+        killed in between leaves them, and the next run with O(keep_zones) or the next
+        M(kubeops.rotation.rebalance) pass removes them.
+      - RV(steered_nodes) names the nodes that carried it.
+    type: bool
+    default: false
+    version_added: 0.2.0
 attributes:
   check_mode:
     support: full
@@ -170,6 +182,12 @@ summary:
   returned: always
   type: dict
   sample: {workloads: 3, restarted: 2, already_restarted: 1, done: 3}
+steered_nodes:
+  description: The nodes steered away from with O(keep_zones), for the time of the call.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
 elapsed_seconds:
   description: Wall time of the call.
   returned: always
@@ -195,7 +213,8 @@ def validated(params):
         label_selector=params["label_selector"], namespaces=tuple(params["namespaces"] or ()),
         on_nodes=tuple(params["on_nodes"] or ()), include_daemonsets=params["include_daemonsets"],
         restart_id=params["restart_id"], restarted_after=params["restarted_after"], wait=params["wait"],
-        timeout=params["timeout"], max_concurrent=params["max_concurrent"], avoid_nodes=tuple(params["avoid_nodes"]))
+        timeout=params["timeout"], max_concurrent=params["max_concurrent"], avoid_nodes=tuple(params["avoid_nodes"]),
+        keep_zones=params["keep_zones"])
 
 
 def main():
@@ -216,6 +235,7 @@ def main():
             timeout=dict(type="int", default=600),
             max_concurrent=dict(type="int", default=1),
             avoid_nodes=dict(type="list", elements="str", default=[]),
+            keep_zones=dict(type="bool", default=False),
         ),
         required_one_of=[["targets", "label_selector", "on_nodes"]],
     )

@@ -97,6 +97,14 @@ options:
     description: Plan system-critical pods for eviction instead of listing them as blocked.
     type: bool
     default: false
+  zone_counts_of:
+    description:
+      - Workloads (C(namespace/Kind/name)) whose pods per zone RV(zone_counts) also gives, for example to
+        measure after a rotation the workloads its plan moved.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
   abort_if:
     description:
       - Conditions under which a rotation should not start its next batch;
@@ -144,7 +152,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 nodes:
-  description: The nodes to rotate, with their zone and why they rotate.
+  description:
+    - The nodes to rotate, with their zone and why they rotate.
+    - C(notes) says when a node is annotated C(karpenter.sh/do-not-disrupt);
+      Karpenter will not disrupt it, the rotation does because it was selected.
   returned: always
   type: list
   elements: dict
@@ -171,11 +182,20 @@ batches:
       type: list
       elements: str
     restart:
-      description: >-
-        Workloads to move by rollout restart (C(kind), C(namespace), C(name), and C(target), the same three
-        as one dict for O(kubeops.rotation.rollout_restart#module:targets)), with the reason and their pods on the batch.
+      description:
+        - >-
+          Workloads to move by rollout restart (C(kind), C(namespace), C(name), and C(target), the same three
+          as one dict for O(kubeops.rotation.rollout_restart#module:targets)), with the reason and their pods on
+          the batch (C(pods)).
+        - A workload is restarted once per rotation, at the batch of its first pod; C(replaces) lists every pod
+          on the rotation's nodes that this restart moves, the later batches' too.
       type: list
       elements: dict
+    moved_earlier:
+      description: Pods on the batch's nodes that an earlier batch's restart moves (C(pod), C(by), C(batch)).
+      type: list
+      elements: dict
+      version_added: 0.2.0
     evict:
       description: Pods to move by guarded eviction (C(namespace/name)).
       type: list
@@ -189,8 +209,20 @@ batches:
       type: list
       elements: str
     warm_nodes:
-      description: Warm nodes the batch needs.
+      description: Warm nodes the batch adds.
       type: int
+    warm_new:
+      description: Per zone of the pods that move, the warm nodes the batch adds.
+      type: dict
+      version_added: 0.2.0
+    warm_zones:
+      description:
+        - The rotation's warm nodes per zone up to and including this batch (C(zone), C(count)), as
+          O(kubeops.rotation.warm_nodes#module:zones) takes them. A pool whose O(pool_node_selector) pins a zone
+          warms there only.
+      type: list
+      elements: dict
+      version_added: 0.2.0
     warm_computed:
       description: How the warm node count was computed, when a pool node size was known.
       type: str
@@ -209,6 +241,25 @@ safe:
   description: Whether no pod is blocked.
   returned: always
   type: bool
+zone_counts:
+  description: >-
+    Per workload whose pods move (C(namespace/Kind/name)), and per workload of O(zone_counts_of), its live pods per
+    zone now.
+  returned: always
+  type: dict
+  version_added: 0.2.0
+  sample: {shop/Deployment/web: {zone-a: 2, zone-b: 2}}
+zone_counts_planned:
+  description: The same counts once the plan's moves are made, as the fit check places the pods.
+  returned: always
+  type: dict
+  version_added: 0.2.0
+warnings:
+  description: What the plan cannot keep, in words (for example zones the pool does not provision in).
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
 abort_reasons:
   description: The O(abort_if) conditions that hold now, in words; empty when none does.
   returned: always
@@ -231,6 +282,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rotation_p
     plan_from_cluster,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import workload_from_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
@@ -244,6 +296,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation imp
 def validated(params):
     """The RotationRequest of the parameters, or InvalidInput before anything is read."""
     error = count_or_percent_error("batch_size", params["batch_size"])
+    bad_keys = [key for key in params["zone_counts_of"] if workload_from_key(key) is None]
+    if bad_keys:
+        raise InvalidInput("zone_counts_of takes namespace/Kind/name, got %s." % ", ".join(bad_keys))
     if error:
         raise InvalidInput(error)
     abort_if = AbortIf(**(params["abort_if"] or {}))
@@ -262,7 +317,8 @@ def validated(params):
         rotation_id=params["rotation_id"], batch_size=params["batch_size"], most_disruptive=params["most_disruptive"],
         options=FilterOptions(force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
                               evict_system_critical=params["evict_system_critical"]),
-        pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if)
+        pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if,
+        zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]))
     return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
                            template_capacity=params["template_capacity"], template_node=params["template_node"])
 
@@ -286,6 +342,7 @@ def main():
             force=dict(type="bool", default=False),
             delete_emptydir_data=dict(type="bool", default=False),
             evict_system_critical=dict(type="bool", default=False),
+            zone_counts_of=dict(type="list", elements="str", default=[]),
             abort_if=dict(type="dict", default={}, options=dict(
                 pending_pods_for=dict(type="str"),
                 pdb_blocked_for=dict(type="str"),

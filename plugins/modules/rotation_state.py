@@ -16,6 +16,14 @@ description:
     which is what makes a rerun of a rotation continue where it stopped.
   - A node already at the phase, or further on, is left unchanged; a rerun
     never moves a node back.
+  - V(planned) marks every node of a rotation before its first batch moves
+    anything. Besides the annotations it puts the taint
+    C(kubeops.io/rotating=<rotation_id>:PreferNoSchedule) on the node, so that
+    the scheduler keeps the pods that leave one batch off the nodes of the
+    later ones, and each pod moves once. The taint stays until the node is
+    retired.
+  - Every patch is guarded by the node's resourceVersion; a node that changed
+    in between is read again and planned again.
   - O(delete=true) deletes the Node objects after recording the phase, so
     that Karpenter or the cloud provider removes the instances. A node that
     is gone already is reported as V(gone).
@@ -35,7 +43,7 @@ options:
     description: The phase the nodes reached.
     type: str
     required: true
-    choices: [cordoned, drained, retired]
+    choices: [planned, cordoned, drained, retired]
   delete:
     description: Delete the Node objects too.
     type: bool

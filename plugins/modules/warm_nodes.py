@@ -33,7 +33,10 @@ extends_documentation_fragment:
   - kubeops.rotation.connection
 options:
   name:
-    description: Name of the placeholder set (its Deployment).
+    description:
+      - Name of the placeholder set (its Deployment; with O(zones), one
+        Deployment C(<name>-<zone>) per zone). O(state=absent) removes every
+        Deployment of the set.
     type: str
     default: warm-nodes
   namespace:
@@ -48,6 +51,27 @@ options:
   count:
     description: Number of warm nodes wanted.
     type: int
+  zones:
+    description:
+      - Instead of O(count), the warm nodes wanted per zone. Each zone gets
+        its own placeholders, which add the zone label
+        C(topology.kubernetes.io/zone) to O(node_selector), so that an
+        autoscaler that provisions by zone (Karpenter, one node group per
+        zone) brings the nodes up there; the wait counts warm nodes per zone.
+        The placeholders of all zones repel each other, one per node.
+    type: list
+    elements: dict
+    version_added: 0.2.0
+    suboptions:
+      zone:
+        description:
+          - The zone, as the nodes' C(topology.kubernetes.io/zone) label says it.
+          - Empty or null for warm nodes in any zone.
+        type: str
+      count:
+        description: Warm nodes wanted in that zone.
+        type: int
+        required: true
   capacity_for_nodes:
     description:
       - Instead of O(count), the nodes whose pods the warm nodes must hold.
@@ -127,6 +151,14 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Warm two nodes in zone-a and one in zone-b, where the nodes they replace are
+  kubeops.rotation.warm_nodes:
+    name: rotation-2026-12
+    zones:
+      - {zone: zone-a, count: 2}
+      - {zone: zone-b, count: 1}
+    node_selector: {karpenter.sh/nodepool: general}
+
 - name: Bring up three nodes of the new pool before the rotation moves anything
   kubeops.rotation.warm_nodes:
     count: 3
@@ -135,11 +167,27 @@ EXAMPLES = r"""
     timeout: 900
   register: warm
 
+- name: Warm two nodes in zone-a and one in zone-b, where the nodes they replace are
+  kubeops.rotation.warm_nodes:
+    name: rotation-2026-12
+    zones:
+      - {zone: zone-a, count: 2}
+      - {zone: zone-b, count: 1}
+    node_selector: {karpenter.sh/nodepool: general}
+
 - name: As many warm nodes as the pods of the batch need
   kubeops.rotation.warm_nodes:
     capacity_for_nodes: "{{ batch_nodes }}"
     node_selector: {eks.amazonaws.com/nodegroup: workers-v2}
     template_capacity: {cpu: "3920m", memory: 15Gi, pods: "58"}
+
+- name: Warm two nodes in zone-a and one in zone-b, where the nodes they replace are
+  kubeops.rotation.warm_nodes:
+    name: rotation-2026-12
+    zones:
+      - {zone: zone-a, count: 2}
+      - {zone: zone-b, count: 1}
+    node_selector: {karpenter.sh/nodepool: general}
 
 - name: Release the warm nodes' placeholders
   kubeops.rotation.warm_nodes:
@@ -152,8 +200,15 @@ nodes:
   returned: always
   type: list
   elements: str
+sets:
+  description: Each Deployment of the set, with its zone (none without O(zones)), action and count.
+  returned: when O(state=present)
+  type: list
+  elements: dict
+  version_added: 0.2.0
+  sample: [{name: rotation-r1-zone-a, zone: zone-a, action: created, count: 2}]
 count:
-  description: Number of placeholders, given or computed.
+  description: Number of placeholders, given or computed (over all zones).
   returned: when state is present
   type: int
 computed:
@@ -218,11 +273,15 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 def validated(params):
     if params["count"] is not None and params["count"] < 0:
         raise InvalidInput("count must be 0 or more, got %s." % params["count"])
+    for entry in params["zones"] or ():
+        if entry["count"] < 0:
+            raise InvalidInput("zones needs a count of 0 or more for each zone, got %s." % entry)
     if params["priority"] >= 0:
         raise InvalidInput("priority must be negative so that real pods preempt the placeholders, got %s."
                            % params["priority"])
     return WarmSettings(
         name=params["name"], namespace=params["namespace"], present=params["state"] == "present", count=params["count"],
+        zones=tuple(params["zones"] or ()),
         capacity_for_nodes=tuple(params["capacity_for_nodes"] or ()), template_capacity=params["template_capacity"],
         template_node=params["template_node"], node_selector=params["node_selector"] or {},
         node_affinity=params["node_affinity"], tolerations=tuple(params["tolerations"]), requests=params["requests"],
@@ -237,6 +296,10 @@ def main():
             namespace=dict(type="str", default="kubeops-warm"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             count=dict(type="int"),
+            zones=dict(type="list", elements="dict", options=dict(
+                zone=dict(type="str"),
+                count=dict(type="int", required=True),
+            )),
             capacity_for_nodes=dict(type="list", elements="str"),
             template_capacity=dict(type="dict"),
             template_node=dict(type="str"),
@@ -251,8 +314,8 @@ def main():
             wait=dict(type="bool", default=True),
             timeout=dict(type="int", default=600),
         ),
-        mutually_exclusive=[["count", "capacity_for_nodes"], ["template_capacity", "template_node"]],
-        required_if=[["state", "present", ["count", "capacity_for_nodes"], True]],
+        mutually_exclusive=[["count", "capacity_for_nodes", "zones"], ["template_capacity", "template_node"]],
+        required_if=[["state", "present", ["count", "capacity_for_nodes", "zones"], True]],
     )
     run_module(module, lambda client, settings: ensure_warm_nodes(client, settings, module.check_mode), validated)
 

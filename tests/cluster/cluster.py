@@ -56,6 +56,15 @@ KWOK_STAGES = [
     # real kubelet's pods do, so that evictions in flight can be measured.
     "kustomize/stage/pod/general/pod-delete.yaml",
 ]
+# Pods become Ready this long after they are bound, as real containers take a while to start, so that
+# waiting for replacements and PDB pacing are really exercised. A pod's own
+# pod-ready.stage.kwok.x-k8s.io/delay annotation ("10s", "0s") overrides it.
+POD_READY_DELAY_MS = 2000
+POD_READY_DELAY = """  delay:
+    durationMilliseconds: %d
+    durationFrom:
+      expressionFrom: '.metadata.annotations["pod-ready.stage.kwok.x-k8s.io/delay"]'
+""" % POD_READY_DELAY_MS
 
 
 def log(message):
@@ -83,7 +92,7 @@ def bin_dir():
 
 
 def stages_file():
-    digest = hashlib.sha256("\n".join(KWOK_STAGES).encode()).hexdigest()[:8]
+    digest = hashlib.sha256("\n".join(KWOK_STAGES + [POD_READY_DELAY]).encode()).hexdigest()[:8]
     return binary("kwok-stages-%s.yaml" % digest)
 
 
@@ -128,7 +137,10 @@ def build():
         documents = []
         for path in KWOK_STAGES:
             with open(os.path.join(module["Dir"], path)) as handle:
-                documents.append(handle.read().strip())
+                document = handle.read().strip()
+            if path.endswith("/pod-ready.yaml"):
+                document = document.replace("\nspec:\n", "\nspec:\n" + POD_READY_DELAY, 1)
+            documents.append(document)
         with open(stages + ".tmp", "w") as handle:
             handle.write("\n---\n".join(documents) + "\n")
         os.rename(stages + ".tmp", stages)

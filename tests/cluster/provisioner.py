@@ -8,6 +8,11 @@ node of that pool, with the pool's labels and capacity, up to the pool's
 coming, as cluster-autoscaler counts upcoming nodes, so one pending pod does
 not start a node per tick.
 
+A pool may span zones (``zones``): a pending pod that requires a zone (by
+node selector or node affinity on ``topology.kubernetes.io/zone``) gets a
+node in that zone, as Karpenter provisions; one that does not gets a node in
+the pool's first zone.
+
 Its nodes carry a finalizer, as Karpenter's do: deleting such a Node (the
 rotation's retire step) leaves it Terminating until this provisioner "shuts
 the instance down" by removing the finalizer.
@@ -18,7 +23,8 @@ Pools file (YAML)::
     upcoming_seconds: 15
     pools:
       - name: warm
-        labels: {kubeops.io/pool: warm, topology.kubernetes.io/zone: zone-a}
+        labels: {}
+        zones: [zone-a, zone-b]
         capacity: {cpu: "4", memory: 16Gi, pods: "110"}
         max_nodes: 10
 """
@@ -37,6 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fakenodes import fake_node  # noqa: E402
 
 PROVISIONED_BY_LABEL = "kubeops.io/provisioned-by"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 PROVISIONER_NAME = "test-provisioner"
 FINALIZER = "kubeops.io/test-provisioner"
 
@@ -88,28 +95,41 @@ def is_unschedulable(pod):
                for condition in (pod.get("status") or {}).get("conditions") or [])
 
 
-def nodes_to_create(pending_pods, pools, pool_label, pool_nodes, now, upcoming_seconds):
-    """Pool name -> how many nodes to create now. Pure: plain dicts in, plain dict out.
+def pool_zone_for(pod, pool, pool_label):
+    """The zone of ``pool`` (None for a pool without zones) whose node would satisfy the pod, or False."""
+    labels = dict(pool["labels"], **{pool_label: pool["name"]})
+    for zone in pool.get("zones") or [None]:
+        if labels_satisfy(pod, dict(labels, **({ZONE_LABEL: zone} if zone else {}))):
+            return zone
+    return False
 
-    ``pool_nodes`` maps a pool name to the creation times (datetime) of the
-    nodes this provisioner made for it that still exist.
+
+def nodes_to_create(pending_pods, pools, pool_label, pool_nodes, now, upcoming_seconds):
+    """(pool name, zone) -> how many nodes to create now; zone None for a pool without zones. Pure.
+
+    ``pool_nodes`` maps (pool name, zone) to the creation times (datetime) of
+    the nodes this provisioner made there that still exist.
     """
     wanted = {}
     for pod in pending_pods:
         if not is_unschedulable(pod) or not asks_for_pool(pod, pool_label):
             continue
         for pool in pools:
-            if labels_satisfy(pod, dict(pool["labels"], **{pool_label: pool["name"]})):
-                wanted[pool["name"]] = wanted.get(pool["name"], 0) + 1
+            zone = pool_zone_for(pod, pool, pool_label)
+            if zone is not False:
+                wanted[(pool["name"], zone)] = wanted.get((pool["name"], zone), 0) + 1
                 break
     plan = {}
     for pool in pools:
-        created = pool_nodes.get(pool["name"], [])
-        upcoming = sum(1 for when in created if (now - when).total_seconds() < upcoming_seconds)
-        room = pool.get("max_nodes", 10) - len(created)
-        count = min(wanted.get(pool["name"], 0) - upcoming, room)
-        if count > 0:
-            plan[pool["name"]] = count
+        room = pool.get("max_nodes", 10) - sum(len(times) for (name, _zone), times in pool_nodes.items()
+                                               if name == pool["name"])
+        for zone in pool.get("zones") or [None]:
+            created = pool_nodes.get((pool["name"], zone), [])
+            upcoming = sum(1 for when in created if (now - when).total_seconds() < upcoming_seconds)
+            count = min(wanted.get((pool["name"], zone), 0) - upcoming, room)
+            if count > 0:
+                plan[(pool["name"], zone)] = count
+                room -= count
     return plan
 
 
@@ -138,6 +158,7 @@ def tick(core, to_dict, pools, pool_label, upcoming_seconds):
     """One look at the cluster: finish terminating nodes, create the nodes pending pods need."""
     nodes = core.list_node(label_selector="%s=%s" % (PROVISIONED_BY_LABEL, PROVISIONER_NAME)).items
     pool_nodes = {}
+    pools_by_name = {pool["name"]: pool for pool in pools}
     for node in nodes:
         if node.metadata.deletion_timestamp and FINALIZER in (node.metadata.finalizers or []):
             finalizers = [name for name in node.metadata.finalizers if name != FINALIZER]
@@ -147,16 +168,22 @@ def tick(core, to_dict, pools, pool_label, upcoming_seconds):
                 {"op": "replace", "path": "/metadata/finalizers", "value": finalizers}])
             print("terminated %s" % node.metadata.name, flush=True)
             continue
-        pool_nodes.setdefault(node.metadata.labels.get(pool_label), []).append(node.metadata.creation_timestamp)
+        name = node.metadata.labels.get(pool_label)
+        zone = node.metadata.labels.get(ZONE_LABEL) if (pools_by_name.get(name) or {}).get("zones") else None
+        pool_nodes.setdefault((name, zone), []).append(node.metadata.creation_timestamp)
     pending = [to_dict(pod) for pod in core.list_pod_for_all_namespaces(
         field_selector="spec.nodeName=,status.phase=Pending").items]
     now = datetime.datetime.now(datetime.timezone.utc)
     plan = nodes_to_create(pending, pools, pool_label, pool_nodes, now, upcoming_seconds)
     for pool in pools:
-        for name in ["%s-%s" % (pool["name"], uuid.uuid4().hex[:6]) for _count in range(plan.get(pool["name"], 0))]:
-            labels = dict(pool["labels"], **{pool_label: pool["name"], PROVISIONED_BY_LABEL: PROVISIONER_NAME})
-            core.create_node(fake_node(name, labels, pool.get("capacity"), finalizers=[FINALIZER]))
-            print("created %s for pool %s" % (name, pool["name"]), flush=True)
+        for zone in pool.get("zones") or [None]:
+            for _count in range(plan.get((pool["name"], zone), 0)):
+                name = "%s-%s" % (pool["name"], uuid.uuid4().hex[:6])
+                labels = dict(pool["labels"], **{pool_label: pool["name"], PROVISIONED_BY_LABEL: PROVISIONER_NAME})
+                if zone:
+                    labels[ZONE_LABEL] = zone
+                core.create_node(fake_node(name, labels, pool.get("capacity"), finalizers=[FINALIZER]))
+                print("created %s for pool %s%s" % (name, pool["name"], " in " + zone if zone else ""), flush=True)
 
 
 def main():

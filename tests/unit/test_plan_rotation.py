@@ -156,7 +156,8 @@ def test_plan_warms_nodes_restarts_single_replicas_and_reports_what_does_not_fit
     first, second = plan["batches"]
     assert first["nodes"] == ["old-1"] and second["nodes"] == ["old-2"]
     solo = {"kind": "Deployment", "namespace": "ns", "name": "solo"}
-    assert first["restart"] == [dict(solo, target=solo, reason="single replica", pods=["ns/solo-x"])]
+    assert first["restart"] == [dict(solo, target=solo, reason="single replica", pods=["ns/solo-x"],
+                                     replaces=["ns/solo-x"])]
     assert first["evict"] == ["ns/web-1"] and first["warm_nodes"] == 1 and first["fits"]
     assert second["blocked"][0]["pod"] == "ns/bare" and plan["safe"] is False and plan["fits"] is True
     assert plan["nodes"] == [{"name": "old-1", "zone": "a", "reasons": ["named"]},

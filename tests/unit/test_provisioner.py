@@ -27,7 +27,7 @@ def plan(pods, pool_nodes=None):
 
 
 def test_one_node_per_unschedulable_pod_of_a_pool():
-    assert plan([pod({"kubeops.io/pool": "warm"})] * 2) == {"warm": 2}
+    assert plan([pod({"kubeops.io/pool": "warm"})] * 2) == {("warm", None): 2}
 
 
 def test_pods_that_do_not_name_the_pool_label_are_ignored():
@@ -41,15 +41,15 @@ def test_pods_not_yet_judged_unschedulable_are_ignored():
 def test_node_affinity_picks_the_pool_whose_labels_match():
     terms = [{"matchExpressions": [{"key": "kubeops.io/pool", "operator": "Exists"},
                                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}]
-    assert plan([pod(affinity_terms=terms)]) == {"other": 1}
+    assert plan([pod(affinity_terms=terms)]) == {("other", None): 1}
 
 
 def test_upcoming_nodes_are_counted_and_max_nodes_caps():
     recent = NOW - datetime.timedelta(seconds=5)
     old = NOW - datetime.timedelta(seconds=60)
     pods = [pod({"kubeops.io/pool": "warm"})] * 5
-    assert plan(pods, {"warm": [recent]}) == {"warm": 2}
-    assert plan(pods, {"warm": [old, old, old]}) == {}
+    assert plan(pods, {("warm", None): [recent]}) == {("warm", None): 2}
+    assert plan(pods, {("warm", None): [old, old, old]}) == {}
 
 
 def test_not_in_and_does_not_exist_operators():
@@ -59,3 +59,21 @@ def test_not_in_and_does_not_exist_operators():
         {"key": "gpu", "operator": "DoesNotExist"}]}]), labels)
     assert not labels_satisfy(pod(affinity_terms=[{"matchExpressions": [
         {"key": "zone", "operator": "NotIn", "values": ["a"]}]}]), labels)
+
+
+def test_a_pool_over_zones_creates_the_node_in_the_zone_the_pod_requires():
+    pools = [{"name": "new", "labels": {}, "zones": ["zone-a", "zone-b"], "max_nodes": 3}]
+    in_b = pod({"kubeops.io/pool": "new", "topology.kubernetes.io/zone": "zone-b"})
+    anywhere = pod({"kubeops.io/pool": "new"})
+    assert nodes_to_create([in_b, in_b, anywhere], pools, "kubeops.io/pool", {}, NOW, 15) == {
+        ("new", "zone-b"): 2, ("new", "zone-a"): 1}
+    nowhere = pod({"kubeops.io/pool": "new", "topology.kubernetes.io/zone": "zone-c"})
+    assert nodes_to_create([nowhere], pools, "kubeops.io/pool", {}, NOW, 15) == {}
+
+
+def test_max_nodes_caps_a_pool_over_all_its_zones():
+    pools = [{"name": "new", "labels": {}, "zones": ["zone-a", "zone-b"], "max_nodes": 2}]
+    in_b = pod({"kubeops.io/pool": "new", "topology.kubernetes.io/zone": "zone-b"})
+    old = NOW - datetime.timedelta(seconds=60)
+    assert nodes_to_create([in_b] * 3, pools, "kubeops.io/pool", {("new", "zone-a"): [old]}, NOW, 15) == {
+        ("new", "zone-b"): 1}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, select_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import keeping_zones, zones_of_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
     EvictionRun,
     summarize_entries,
@@ -50,8 +51,12 @@ def remaining_on_nodes(client, node_names, options):
     return left_behind(judge_all(pods, options))
 
 
-def drain(client, selection, options, settings, skip_refused=False, check_mode=False):
+def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False):
     """Select, judge and (unless ``check_mode``) evict; returns the result.
+
+    With ``keep_zones``, the nodes outside the zones of the selected nodes
+    are steered away from (engine.steering) while the pods leave, so that
+    their replacements stay in their zone where it has room.
 
     Raises Blocked when pods are refused (nothing evicted) or evictions
     failed, TimedOut at the deadline; both carry the result.
@@ -70,7 +75,10 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0)
         return result
     run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
-    states = run.run(plans, node_names)
+    zones = zones_of_nodes(client, node_names) if keep_zones and node_names else set()
+    with keeping_zones(client, zones, node_names) as steered:
+        states = run.run(plans, node_names)
+    result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))
     result.update(changed=run.evictions > 0, pods=entries, summary=summarize_entries(entries),
                   elapsed_seconds=run.elapsed)

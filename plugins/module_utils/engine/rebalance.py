@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, owners_of_replica_sets
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import set_steering
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
     EvictionRun,
     EvictionSettings,
@@ -36,7 +37,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.pl
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import in_scope, spread
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
     is_steered,
-    steering_patch,
     without_steering,
 )
 
@@ -50,15 +50,6 @@ class RebalanceRequest:
     pod_selector: str | None = None
     steering: str = "PreferNoSchedule"
     eviction: EvictionSettings = field(default_factory=EvictionSettings)
-
-
-def set_steering(client, names, effect):
-    """Put the steering taint with ``effect`` on nodes ``names``, or take it off (``effect`` None);
-    a node deleted meanwhile is left alone."""
-    for name in names:
-        node = client.read_or_none(client.core.read_node, name)
-        if node is not None:
-            client.update_node(node, lambda current: (None, steering_patch(current, effect)))
 
 
 def _selected(client, pod_selector):

@@ -13,7 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WatchExpired, watch
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import deployment_of, kind_api
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
+    deployment_of,
+    kind_api,
+    read_workload,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import keeping_zones, zones_of_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of
@@ -153,6 +158,7 @@ class RestartSettings:
     timeout: int = 600
     max_concurrent: int = 1
     avoid_nodes: tuple = ()
+    keep_zones: bool = False
 
 
 def find_workloads(client, settings):
@@ -190,6 +196,18 @@ def find_workloads(client, settings):
     return [RestartProgress(workload, sorted(pods)) for workload, pods in sorted(found.items())]
 
 
+def workload_zones(client, workloads):
+    """The zones where the pods of the workloads (RestartProgress) run now."""
+    nodes = set()
+    for progress in workloads:
+        obj = read_workload(client, progress.workload)
+        if obj:
+            pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
+                                   label_selector=selector_text((obj.get("spec") or {}).get("selector")))
+            nodes.update(node_of(pod) for pod in pods if node_of(pod))
+    return zones_of_nodes(client, sorted(nodes))
+
+
 def restart_workloads(client, settings, check_mode=False):
     """Find, restart and wait; returns the result, with ``warnings`` for pods left on nodes to avoid.
 
@@ -198,14 +216,16 @@ def restart_workloads(client, settings, check_mode=False):
     started = time.monotonic()
     runner = RolloutRestart(client, settings.restart_id, settings.restarted_after, settings.wait,
                             settings.avoid_nodes, settings.max_concurrent)
-    entries = [progress.result() for progress in runner.run(find_workloads(client, settings), settings.timeout,
-                                                            check_mode)]
+    workloads = find_workloads(client, settings)
+    zones = workload_zones(client, workloads) if settings.keep_zones and not check_mode else set()
+    with keeping_zones(client, zones, settings.avoid_nodes) as steered:
+        entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
     summary = {"workloads": len(entries)}
     for entry in entries:
         for key in (entry["action"], entry["rollout"]):
             summary[key] = summary.get(key, 0) + 1
     result = {"changed": any(entry["action"] == "restarted" for entry in entries), "workloads": entries,
-              "summary": summary, "elapsed_seconds": round(time.monotonic() - started, 2),
+              "summary": summary, "elapsed_seconds": round(time.monotonic() - started, 2), "steered_nodes": steered,
               "warnings": ["%s %s/%s has pods on nodes to avoid: %s" % (
                   entry["kind"], entry["namespace"], entry["name"], ", ".join(entry["landed_on_avoided_nodes"]))
                   for entry in entries if entry["landed_on_avoided_nodes"]]}

@@ -24,11 +24,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     PLACEHOLDER_SPEC,
     WARM_SET_LABEL,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name, zone_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
     DEFAULT_IMAGE,
+    missing_warm,
     placeholder_deployment,
     priority_class,
     warm_nodes_of,
@@ -36,7 +38,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders
 
 
 class WarmNodes:
-    """Applies a placeholder set and waits for its nodes."""
+    """Applies a placeholder set (one Deployment, or one per zone) and waits for its nodes."""
 
     def __init__(self, client, name, namespace, clock=time.monotonic):
         self.client = client
@@ -45,8 +47,8 @@ class WarmNodes:
         self.clock = clock
         self.selector = labels_text({WARM_SET_LABEL: name})
 
-    def existing(self):
-        return self.client.read_or_none(self.client.apps.read_namespaced_deployment, self.name, self.namespace)
+    def existing(self, name):
+        return self.client.read_or_none(self.client.apps.read_namespaced_deployment, name, self.namespace)
 
     def ensure_prerequisites(self, class_name, class_value, check_mode):
         """Create the namespace and the PriorityClass when missing; returns what was created."""
@@ -62,8 +64,9 @@ class WarmNodes:
         return created
 
     def apply(self, desired, check_mode):
-        """Create, update or leave the Deployment; returns (action, before replicas, after replicas)."""
-        current = self.existing()
+        """Create, update or leave one Deployment; returns (action, before replicas, after replicas)."""
+        name = desired["metadata"]["name"]
+        current = self.existing(name)
         if current is None:
             if not check_mode:
                 self.client.apps.create_namespaced_deployment(self.namespace, desired)
@@ -76,7 +79,7 @@ class WarmNodes:
         if not check_mode:
             desired = dict(desired, metadata=dict(desired["metadata"],
                                                   resourceVersion=current["metadata"]["resourceVersion"]))
-            self.client.apps.replace_namespaced_deployment(self.name, self.namespace, desired)
+            self.client.apps.replace_namespaced_deployment(name, self.namespace, desired)
         return ("scaled" if same_spec else "updated"), before, desired["spec"]["replicas"]
 
     def placeholders(self):
@@ -84,24 +87,24 @@ class WarmNodes:
                                     label_selector=self.selector)
 
     def warm(self, exclude_nodes, node_selector=None):
-        """(warm node names, placeholders): two list requests, however many nodes."""
+        """(warm node names, their zones, placeholders): two list requests, however many nodes."""
         placeholders = self.placeholders()
-        selector = labels_text(node_selector) or None
-        nodes = self.client.list_all(self.client.core.list_node, label_selector=selector)
-        return warm_nodes_of(placeholders, {node["metadata"]["name"]: node for node in nodes}, exclude_nodes), \
-            placeholders
+        nodes = self.client.list_all(self.client.core.list_node, label_selector=labels_text(node_selector) or None)
+        by_name = {node_name(node): node for node in nodes}
+        warm = warm_nodes_of(placeholders, by_name, exclude_nodes)
+        return warm, {name: zone_of(by_name[name]) for name in warm}, placeholders
 
-    def wait(self, count, exclude_nodes, node_selector, timeout):
-        """Watch the placeholders until ``count`` run on Ready, schedulable nodes; returns the nodes, or raises
-        TimedOut (its result holds the nodes warm so far)."""
+    def wait(self, counts, exclude_nodes, node_selector, timeout):
+        """Watch the placeholders until ``counts`` ({zone or None: nodes}) run on Ready, schedulable nodes;
+        returns the nodes, or raises TimedOut (its result holds the nodes warm so far)."""
         deadline = self.clock() + timeout
-        warm, placeholders = self.warm(exclude_nodes, node_selector)
+        warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         resource_version = list_resource_version(self.client.core.list_namespaced_pod, namespace=self.namespace,
                                                  label_selector=self.selector)
-        while len(warm) < count:
+        while missing_warm(warm, zones, counts):
             remaining = deadline - self.clock()
             if remaining <= 0:
-                raise TimedOut(self.timeout_message(count, warm, placeholders, timeout), {"nodes": warm})
+                raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
             try:
                 for _event_type, pod in watch(self.client, self.client.core.list_namespaced_pod, resource_version,
                                               min(remaining, 5), namespace=self.namespace,
@@ -112,10 +115,10 @@ class WarmNodes:
             except WatchExpired:
                 resource_version = None
             # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
-            warm, placeholders = self.warm(exclude_nodes, node_selector)
+            warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         return warm
 
-    def timeout_message(self, count, warm, placeholders, timeout):
+    def timeout_message(self, counts, warm, zones, placeholders, timeout):
         pending = [pod for pod in placeholders if not (pod.get("spec") or {}).get("nodeName")]
         reasons = []
         for pod in pending[:5]:
@@ -123,21 +126,29 @@ class WarmNodes:
                 self.namespace, field_selector="involvedObject.name=%s" % pod["metadata"]["name"]).items
             last = events[-1].message if events else "no event yet"
             reasons.append("%s: %s" % (pod["metadata"]["name"], last))
-        return ("Timed out after %s s waiting for %d warm node(s): %d ready (%s); %d placeholder(s) pending%s. "
+        missing = missing_warm(warm, zones, counts)
+        wanted = "%d warm node(s)" % sum(counts.values()) if list(counts) == [None] else \
+            "warm nodes (%s)" % ", ".join("%s in zone %s" % (count, zone) for zone, count in sorted(counts.items()))
+        return ("Timed out after %s s waiting for %s: %d ready (%s)%s; %d placeholder(s) pending%s. "
                 "The placeholders stay; rerun to keep waiting, or state: absent to remove them." % (
-                    timeout, count, len(warm), ", ".join(warm) or "none", len(pending),
-                    ": " + "; ".join(reasons) if reasons else ""))
+                    timeout, wanted, len(warm), ", ".join(warm) or "none",
+                    "" if list(counts) == [None] else ", missing %s" % ", ".join(
+                        "%d in zone %s" % (count, zone) for zone, count in sorted(missing.items())),
+                    len(pending), ": " + "; ".join(reasons) if reasons else ""))
 
     def remove(self, class_name, check_mode):
         """Delete the placeholders, then the PriorityClass and namespace if ours and no longer used."""
         removed = []
-        if self.existing() is not None:
-            removed.append("Deployment %s/%s" % (self.namespace, self.name))
+        managed = self._managed_deployments()
+        for deployment in managed:
+            if (deployment["metadata"].get("labels") or {}).get(WARM_SET_LABEL) != self.name:
+                continue
+            removed.append("Deployment %s/%s" % (self.namespace, deployment["metadata"]["name"]))
             if not check_mode:
-                self.client.apps.delete_namespaced_deployment(self.name, self.namespace,
-                                                              body={"propagationPolicy": "Foreground"})
-        others = [d for d in self._managed_deployments() if d["metadata"]["name"] != self.name]
-        if others:
+                self.client.delete_if_present(self.client.apps.delete_namespaced_deployment,
+                                              deployment["metadata"]["name"], self.namespace,
+                                              body={"propagationPolicy": "Foreground"})
+        if len(removed) < len(managed):
             return removed
         klass = self.client.read_or_none(self.client.scheduling.read_priority_class, class_name)
         if klass and (klass["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGER:
@@ -153,12 +164,14 @@ class WarmNodes:
 
 @dataclass(frozen=True)
 class WarmSettings:
-    """A placeholder set: where its pods may run, how many (or sized for the pods of some nodes), and waiting."""
+    """A placeholder set: where its pods may run, how many (or per zone, or sized for the pods of some
+    nodes), and waiting."""
 
     name: str = "warm-nodes"
     namespace: str = "kubeops-warm"
     present: bool = True
     count: int | None = None
+    zones: tuple = ()
     capacity_for_nodes: tuple = ()
     template_capacity: dict | None = None
     template_node: str | None = None
@@ -174,6 +187,9 @@ class WarmSettings:
     timeout: int = 600
 
 
+ACTION_WEIGHT = {"unchanged": 0, "scaled": 1, "updated": 2, "created": 3}
+
+
 def ensure_warm_nodes(client, settings, check_mode=False):
     """The warm_nodes module's work; returns the result, or raises TimedOut carrying it."""
     started = time.monotonic()
@@ -184,7 +200,7 @@ def ensure_warm_nodes(client, settings, check_mode=False):
         result.update(changed=bool(removed), removed=removed, nodes=[],
                       elapsed_seconds=round(time.monotonic() - started, 2))
         return result
-    count = settings.count
+    counts = {entry["zone"] or None: entry["count"] for entry in settings.zones} or {None: settings.count}
     if settings.capacity_for_nodes:
         pods, _names = select_pods(client, nodes=settings.capacity_for_nodes)
         allocatable, source = template_allocatable(client, settings.template_capacity, settings.template_node,
@@ -192,18 +208,26 @@ def ensure_warm_nodes(client, settings, check_mode=False):
         count, explanation = nodes_needed(pods, allocatable, settings.node_selector)
         explanation["template"] = source
         result["computed"] = explanation
-    desired = placeholder_deployment(settings.name, settings.namespace, count, settings.priority_class,
-                                     settings.node_selector, settings.node_affinity, settings.tolerations,
-                                     settings.requests, settings.exclude_nodes, settings.image)
+        counts = {None: count}
     created = runner.ensure_prerequisites(settings.priority_class, settings.priority, check_mode)
-    action, before, after = runner.apply(desired, check_mode)
-    result.update(changed=bool(created) or action != "unchanged", action=action, created=created, count=count,
-                  diff={"before": {"replicas": before}, "after": {"replicas": after}})
-    if check_mode or not settings.wait or count == 0:
+    sets, before, after = [], {}, {}
+    for zone, count in sorted(counts.items(), key=lambda item: item[0] or ""):
+        desired = placeholder_deployment(settings.name, settings.namespace, count, settings.priority_class,
+                                         settings.node_selector, settings.node_affinity, settings.tolerations,
+                                         settings.requests, settings.exclude_nodes, settings.image, zone)
+        action, before[zone or "-"], after[zone or "-"] = runner.apply(desired, check_mode)
+        sets.append({"name": desired["metadata"]["name"], "zone": zone, "action": action, "count": count})
+    action = max((entry["action"] for entry in sets), key=ACTION_WEIGHT.get)
+    if list(counts) == [None]:
+        before, after = before["-"], after["-"]
+    result.update(changed=bool(created) or action != "unchanged", action=action, created=created,
+                  count=sum(counts.values()), sets=sets, diff={"before": {"replicas": before},
+                                                               "after": {"replicas": after}})
+    if check_mode or not settings.wait or not any(counts.values()):
         nodes = runner.warm(settings.exclude_nodes, settings.node_selector)[0] if action != "created" else []
     else:
         try:
-            nodes = runner.wait(count, settings.exclude_nodes, settings.node_selector, settings.timeout)
+            nodes = runner.wait(counts, settings.exclude_nodes, settings.node_selector, settings.timeout)
         except TimedOut as exc:
             result.update(exc.result, elapsed_seconds=round(time.monotonic() - started, 2))
             exc.result = result

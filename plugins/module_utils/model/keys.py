@@ -31,5 +31,8 @@ ROTATION_PHASE = "kubeops.io/rotation-phase"
 PHASE_AT = "kubeops.io/rotation-phase-at"
 RESTART_ID = "kubeops.io/restart-id"
 WARM_SET_LABEL = "kubeops.io/warm-set"
+WARM_ZONE_LABEL = "kubeops.io/warm-zone"
 PLACEHOLDER_SPEC = "kubeops.io/placeholder-spec"
 STEERING_TAINT_KEY = "kubeops.io/rebalancing"
+# On every node of a rotation from its start, PreferNoSchedule: no moved pod lands on a node that goes later.
+ROTATING_TAINT_KEY = "kubeops.io/rotating"

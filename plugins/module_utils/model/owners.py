@@ -37,6 +37,14 @@ class Workload:
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name}
 
 
+def workload_from_key(key):
+    """The Workload of a "namespace/Kind/name" key, or None when the text is not one."""
+    parts = str(key).split("/")
+    if len(parts) != 3 or not all(parts):
+        return None
+    return Workload(parts[1], parts[0], parts[2])
+
+
 def replica_set_owners(replica_sets):
     """(namespace, ReplicaSet name) -> name of the Deployment that owns it, for ``replica_sets`` (API JSON)."""
     owners = {}

@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import DO_NOT_DISRUPT, SAFE_TO_EVICT
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# A Go duration ("30m", "1h30m", "90s", "1.5h"), which Karpenter also takes as a do-not-disrupt value.
+_GO_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|\u00b5s|ms|s|m|h))+$")
 
 
 def pod_key(pod):
@@ -47,11 +51,15 @@ def is_ready(pod):
 
 
 def do_not_disrupt_annotation(pod):
-    """(key, value) of the autoscaler annotation that asks to leave the pod alone, or None."""
+    """(key, value) of the autoscaler annotation that asks to leave the pod alone, or None:
+    Karpenter's do-not-disrupt as "true" or as a duration ("30m"), cluster-autoscaler's
+    safe-to-evict as "false"."""
     annotations = annotations_of(pod)
-    for key, value in (DO_NOT_DISRUPT, SAFE_TO_EVICT):
-        if annotations.get(key) == value:
-            return key, value
+    karpenter = annotations.get(DO_NOT_DISRUPT[0])
+    if karpenter is not None and (karpenter == DO_NOT_DISRUPT[1] or _GO_DURATION.match(karpenter)):
+        return DO_NOT_DISRUPT[0], karpenter
+    if annotations.get(SAFE_TO_EVICT[0]) == SAFE_TO_EVICT[1]:
+        return SAFE_TO_EVICT
     return None
 
 

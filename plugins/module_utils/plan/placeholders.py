@@ -21,6 +21,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     PLACEHOLDER_SPEC,
     SAFE_TO_EVICT,
     WARM_SET_LABEL,
+    WARM_ZONE_LABEL,
+    ZONE_LABEL,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_schedulable
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, node_of
@@ -30,10 +32,22 @@ DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
 PLACEHOLDER_ANNOTATIONS = dict([DO_NOT_DISRUPT, SAFE_TO_EVICT])
 
 
+def placeholder_name(name, zone=None):
+    """The Deployment of a placeholder set, one per zone when the set is asked for by zone."""
+    return "%s-%s" % (name, zone) if zone else name
+
+
 def placeholder_deployment(name, namespace, replicas, priority_class, node_selector=None, node_affinity=None,
-                           tolerations=None, requests=None, exclude_nodes=None, image=DEFAULT_IMAGE):
-    """The placeholder Deployment: one pause pod per node, on the pool, never on ``exclude_nodes``. Pure."""
+                           tolerations=None, requests=None, exclude_nodes=None, image=DEFAULT_IMAGE, zone=None):
+    """The placeholder Deployment: one pause pod per node, on the pool (in ``zone`` when given), never on
+    ``exclude_nodes``. Pure. The placeholders of one set repel each other in every zone, so that each
+    warms a node of its own."""
     labels = dict(MANAGED_BY, **{WARM_SET_LABEL: name})
+    selector = {WARM_SET_LABEL: name}
+    if zone:
+        selector[WARM_ZONE_LABEL] = zone
+        labels[WARM_ZONE_LABEL] = zone
+        node_selector = dict(node_selector or {}, **{ZONE_LABEL: zone})
     affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": {WARM_SET_LABEL: name}}}]}}
     terms = [dict(term) for term in ((node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -59,11 +73,11 @@ def placeholder_deployment(name, namespace, replicas, priority_class, node_selec
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels,
+        "metadata": {"name": placeholder_name(name, zone), "namespace": namespace, "labels": labels,
                      "annotations": {PLACEHOLDER_SPEC: spec_hash}},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": {WARM_SET_LABEL: name}},
+            "selector": {"matchLabels": selector},
             # A changed spec replaces every placeholder at once: nothing real runs in them.
             "strategy": {"type": "Recreate"},
             "template": {"metadata": {"labels": labels, "annotations": dict(PLACEHOLDER_ANNOTATIONS)},
@@ -80,7 +94,7 @@ def priority_class(name, value):
 
 
 def warm_nodes_of(placeholders, nodes_by_name, exclude_nodes=()):
-    """Names of the nodes where a placeholder runs Ready and the node is Ready and schedulable. Pure."""
+    """Names of the nodes where a placeholder runs Ready and the node is Ready and schedulable."""
     names = set()
     excluded = set(exclude_nodes or ())
     for pod in placeholders:
@@ -89,3 +103,14 @@ def warm_nodes_of(placeholders, nodes_by_name, exclude_nodes=()):
         if node and is_ready(pod) and is_schedulable(node) and node_name not in excluded:
             names.add(node_name)
     return sorted(names)
+
+
+def missing_warm(warm, zone_by_node, counts):
+    """{zone: nodes still missing} for ``counts`` ({zone or None: wanted}) given the warm node names;
+    None counts warm nodes of any zone."""
+    missing = {}
+    for zone, wanted in counts.items():
+        have = sum(1 for name in warm if zone is None or zone_by_node.get(name) == zone)
+        if have < wanted:
+            missing[zone] = wanted - have
+    return missing

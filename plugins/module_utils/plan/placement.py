@@ -13,7 +13,12 @@ rebalance plan place pods through ``Room``, so both agree on what fits.
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name, taints_of, zone_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
+    node_labels,
+    node_name,
+    taints_of,
+    zone_of,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import claim_names, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
     RESOURCES,
@@ -158,17 +163,19 @@ class Room:
         return None
 
 
-def fit(pods, nodes, resident_pods):
+def fit(pods, nodes, resident_pods, preference=None):
     """Place ``pods`` on ``nodes`` by requests, first fit in decreasing cpu order. Pure.
 
-    ``resident_pods`` are already on those nodes and stay. Returns
-    (placement pod key -> node name, unplaced [{pod, reason}]).
+    ``resident_pods`` are already on those nodes and stay. ``preference(pod,
+    node)``, when given, orders the nodes for each pod (lowest first; ties
+    keep the order of ``nodes``). Returns (placement pod key -> node name,
+    unplaced [{pod, reason}]).
     """
     room = Room(nodes, resident_pods)
     placement, unplaced = {}, []
     for pod in sorted(pods, key=lambda p: (-pod_requests(p)["cpu"], -pod_requests(p)["memory"], pod_key(p))):
         reason = "no node matches its node selector, affinity or tolerations"
-        for node in nodes:
+        for node in sorted(nodes, key=lambda n: preference(pod, n)) if preference else nodes:
             name = node["metadata"]["name"]
             why = room.why_not(pod, name)
             if why is None:

@@ -14,7 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL, WARM_SET_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
+    DO_NOT_DISRUPT,
+    HOSTNAME_LABEL,
+    WARM_SET_LABEL,
+    ZONE_LABEL,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     is_schedulable,
     node_name,
@@ -79,6 +84,7 @@ class RotationSettings:
     pool_labels: dict = field(default_factory=dict)
     template_allocatable: dict | None = None
     abort_if: AbortIf = field(default_factory=AbortIf)
+    zone_counts_of: tuple = ()
 
 
 def version_tuple(text):
@@ -193,6 +199,39 @@ def warm_template(name, labels, allocatable, taints=()):
             "spec": {"taints": list(taints)}, "status": {"allocatable": dict(allocatable)}}
 
 
+def zone_counts(pods, owners, zone_by_node, replica_set_owners):
+    """Owner key -> {zone: live pods}, for the Workloads ``owners``."""
+    counts = {owner.key: {} for owner in owners}
+    for pod in pods:
+        owner = owner_of(pod, replica_set_owners)
+        if owner in owners and node_of(pod) and not is_terminal(pod) and not is_terminating(pod):
+            zone = zone_by_node.get(node_of(pod)) or "-"
+            counts[owner.key][zone] = counts[owner.key].get(zone, 0) + 1
+    return counts
+
+
+def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_node):
+    """The warm nodes a batch adds, per zone of the pods they take in: ({zone: count}, template nodes,
+    explanation). A pool pinned to a zone by its labels warms there only."""
+    pool_zone = pool_labels.get(ZONE_LABEL)
+    groups = {}
+    for pod in movers:
+        groups.setdefault(pool_zone or zone_by_node.get(node_of(pod)) or "", []).append(pod)
+    counts, warm, explanations = {}, [], []
+    for zone in sorted(groups):
+        daemons = [pod for pod in daemon_pods if pool_zone or (zone_by_node.get(node_of(pod)) or "") == zone]
+        count, computed = nodes_needed(groups[zone] + daemons, template, pool_labels)
+        counts[zone] = count
+        explanations.append("zone %s: %s" % (zone or "-", computed["summary"]) if zone else computed["summary"])
+        # What a warm node offers once its DaemonSet pods run there too.
+        free = {resource: "%r" % (computed["node_allocatable"][resource]
+                                  - computed["daemonset_requests_per_node"][resource]) for resource in RESOURCES}
+        labels = dict(pool_labels, **({ZONE_LABEL: zone} if zone else {}))
+        warm.extend(warm_template("warm-%d-%s%d" % (index, zone + "-" if zone else "", n), labels, free)
+                    for n in range(count))
+    return counts, warm, "; ".join(explanations)
+
+
 def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None):
     """The whole rotation plan. Pure.
 
@@ -200,16 +239,28 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     (``settings.candidates`` names the candidates); ``replicas`` maps each
     Workload to its desired replicas; ``claim_zones`` maps "namespace/claim"
     to the zone its volume is bound to.
+
+    Every pod moves once: a workload that must surge is restarted once, at
+    the batch of its first pod, and that restart moves all its pods on the
+    rotation's nodes (the batch's warm nodes are sized for them); later
+    batches list those pods under ``moved_earlier``. No pod is placed on a
+    node of the rotation. Warm nodes are asked for per zone, in the zones of
+    the pods they take in, and each pod is placed in its own zone first.
     """
     candidates = [node for node in nodes if node_name(node) in settings.candidates]
     chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named)
     rotating = {node_name(node) for node, _reasons in chosen}
+    zone_by_node = {node_name(node): zone_of(node) for node in nodes}
     moves = {}
     for pod in pods:
         if node_of(pod) in rotating:
             workload = surging_workload(pod, replica_set_owners)
             moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload), pdbs,
                                                             settings.options)
+    surging = {workload for _pod, workload, method, _reason in moves.values() if method == "restart"}
+    for key, (pod, workload, method, _reason) in list(moves.items()):
+        if method == "evict" and workload in surging:
+            moves[key] = (pod, workload, "restart", "its %s restarts for other pods" % workload.kind)
     pods_per_node = {}
     for pod, _workload, method, _reason in moves.values():
         if method != "stays":
@@ -218,63 +269,109 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     targets = [node for node in nodes if node_name(node) not in rotating and is_schedulable(node)]
     residents = [pod for pod in pods if node_of(pod) not in rotating and not is_terminal(pod)]
     pool_labels = settings.pool_labels or {}
-    template = settings.template_allocatable
+    moving_owners = ({owner_of(pod, replica_set_owners) for pod, _w, method, _r in moves.values()
+                      if method in ("restart", "evict")} - {None}) | set(settings.zone_counts_of)
+    restarted_in, warm_total, warmed = {}, {}, []
     for index, batch in enumerate(batches, start=1):
         batch_nodes = set(batch["nodes"])
-        batch_moves = [m for m in moves.values() if node_of(m[0]) in batch_nodes]
-        movers = [pod for pod, _w, method, _r in batch_moves if method in ("restart", "evict")]
-        warm_count, warm_free = 0, {}
-        if template:
-            warm_count, computed = nodes_needed([pod for pod, _w, _m, _r in batch_moves], template, pool_labels)
-            batch["warm_computed"] = computed["summary"]
-            # What a warm node offers once its DaemonSet pods run there too.
-            warm_free = {resource: "%r" % (computed["node_allocatable"][resource]
-                                           - computed["daemonset_requests_per_node"][resource])
-                         for resource in RESOURCES}
-        warm = [warm_template("warm-%d-%d" % (index, n), pool_labels, warm_free) for n in range(warm_count)]
-        zones = {}
+        here = [m for m in moves.values() if node_of(m[0]) in batch_nodes]
+        new_restarts = {workload for _pod, workload, method, _r in here
+                        if method == "restart" and workload not in restarted_in}
+        restarted_in.update((workload, index) for workload in new_restarts)
+        movers = [pod for pod, _w, method, _r in here if method == "evict"] + [
+            pod for pod, workload, method, _r in moves.values() if method == "restart" and workload in new_restarts]
+        warm_new, warm = {}, []
+        if settings.template_allocatable:
+            daemons = [pod for pod, _w, method, reason in here if reason == "daemonset"]
+            warm_new, warm, batch["warm_computed"] = _warm_for_batch(
+                index, movers, daemons, settings.template_allocatable, pool_labels, zone_by_node)
+        for zone, count in warm_new.items():
+            warm_total[zone] = warm_total.get(zone, 0) + count
+        source_zone = {pod_key(pod): zone_by_node.get(node_of(pod)) for pod in movers}
+
+        def other_zone_first_last(pod, node):
+            return zone_of(node) != source_zone.get(pod_key(pod))
+
+        bound_zones = {}
         for pod in movers:
             bound = bound_volume(pod, claim_zones or {})
             if bound:
-                zones[pod_key(pod)] = bound[1]
-        placement, unplaced = fit([p for p in movers if pod_key(p) not in zones], targets + warm, residents)
-        for pod in [p for p in movers if pod_key(p) in zones]:
-            zone_targets = [node for node in targets + warm if in_zones(node, zones[pod_key(pod)])]
+                bound_zones[pod_key(pod)] = bound[1]
+        places = targets + warmed + warm
+        placement, unplaced = fit([p for p in movers if pod_key(p) not in bound_zones], places, residents,
+                                  other_zone_first_last)
+        for pod in [p for p in movers if pod_key(p) in bound_zones]:
+            zone_targets = [node for node in places if in_zones(node, bound_zones[pod_key(pod)])]
             extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
             placement.update(extra_placement)
             unplaced.extend(dict(entry, reason="its volume is bound to zone %s: %s" % (
-                zones[pod_key(pod)], entry["reason"])) for entry in extra_unplaced)
+                bound_zones[pod_key(pod)], entry["reason"])) for entry in extra_unplaced)
         restarts = {}
-        for pod, workload, method, reason in batch_moves:
-            if method == "restart":
+        for pod, workload, method, reason in moves.values():
+            if method == "restart" and workload in new_restarts:
                 entry = restarts.setdefault(workload, dict(workload.target(), target=workload.target(), reason=reason,
-                                                           pods=[]))
-                entry["pods"].append(pod_key(pod))
+                                                           pods=[], replaces=[]))
+                if node_of(pod) in batch_nodes:
+                    entry["reason"] = reason
+                    entry["pods"].append(pod_key(pod))
+                entry["replaces"].append(pod_key(pod))
         batch.update(
             index=index,
             restart=[restarts[key] for key in sorted(restarts)],
-            evict=sorted(pod_key(pod) for pod, _w, method, _r in batch_moves if method == "evict"),
-            blocked=sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in batch_moves
+            evict=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "evict"),
+            moved_earlier=sorted(({"pod": pod_key(pod), "by": workload.label, "batch": restarted_in[workload]}
+                                  for pod, workload, method, _r in here
+                                  if method == "restart" and workload not in new_restarts),
+                                 key=lambda entry: entry["pod"]),
+            blocked=sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in here
                             if method == "blocked"), key=lambda entry: entry["pod"]),
-            stays=sorted(pod_key(pod) for pod, _w, method, _r in batch_moves if method == "stays"),
-            warm_nodes=warm_count,
+            stays=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "stays"),
+            warm_nodes=sum(warm_new.values()),
+            warm_new={zone or "-": count for zone, count in warm_new.items() if count},
+            warm_zones=[{"zone": zone or None, "count": warm_total[zone]} for zone in sorted(warm_total)],
             fits=not unplaced,
             unplaced=unplaced,
         )
         # The next batch sees this one's pods where they were placed, and its warm nodes.
-        targets = targets + warm
+        warmed = warmed + warm
         residents = residents + [moved_to(pod, placement[pod_key(pod)]) for pod in movers if pod_key(pod) in placement]
+    placed_zones = {node_name(node): zone_of(node) for node in targets + warmed}
     plan = {
         "rotation_id": settings.rotation_id,
-        "nodes": [{"name": node_name(node), "zone": zone_of(node), "reasons": reasons} for node, reasons in chosen],
+        "nodes": [dict({"name": node_name(node), "zone": zone_of(node), "reasons": reasons},
+                       **({"notes": [protected_node_note(node)]} if protected_node_note(node) else {}))
+                  for node, reasons in chosen],
         "left_out": left_out,
         "batches": batches,
         "fits": all(batch["fits"] for batch in batches),
         "safe": not any(batch["blocked"] for batch in batches),
         "abort_reasons": abort_reasons(pods, pdbs, settings.abort_if, now),
+        "zone_counts": zone_counts(pods, moving_owners, zone_by_node, replica_set_owners),
+        "zone_counts_planned": zone_counts(residents, moving_owners, dict(zone_by_node, **placed_zones),
+                                           replica_set_owners),
+        "warnings": zone_warnings(chosen, pool_labels),
     }
     plan["summary"] = summarize_plan(plan)
     return plan
+
+
+def protected_node_note(node):
+    """Why a node annotated karpenter.sh/do-not-disrupt is rotated all the same, or None."""
+    value = ((node.get("metadata") or {}).get("annotations") or {}).get(DO_NOT_DISRUPT[0])
+    if value is None:
+        return None
+    return ("annotated %s: %s; Karpenter will not disrupt it, this rotation does because it was selected, moving "
+            "its pods by restart or eviction as planned" % (DO_NOT_DISRUPT[0], value))
+
+
+def zone_warnings(chosen, pool_labels):
+    """Zones the pool cannot warm nodes in, so that their pods change zones."""
+    pool_zone = pool_labels.get(ZONE_LABEL)
+    if not pool_zone:
+        return []
+    others = sorted({zone_of(node) for node, _reasons in chosen if zone_of(node) and zone_of(node) != pool_zone})
+    return ["the pool provisions only in zone %s: the pods of zone(s) %s move to %s" % (
+        pool_zone, ", ".join(others), pool_zone)] if others else []
 
 
 def summarize_plan(plan):
@@ -283,13 +380,20 @@ def summarize_plan(plan):
         plan["rotation_id"] or "(no id)", len(plan["nodes"]), len(plan["batches"]),
         "; %d left out" % len(plan["left_out"]) if plan["left_out"] else "")]
     for batch in plan["batches"]:
-        lines.append("batch %d/%d (zone %s): %s; restart %d workload(s), evict %d pod(s), %d warm node(s)%s%s" % (
+        warm_zones = ", ".join("%s %d" % item for item in sorted(batch["warm_new"].items()) if item[0] != "-")
+        lines.append("batch %d/%d (zone %s): %s; restart %d workload(s), evict %d pod(s), %d warm node(s)%s%s%s%s" % (
             batch["index"], len(plan["batches"]), batch["zone"] or "-", ", ".join(batch["nodes"]),
             len(batch["restart"]), len(batch["evict"]), batch["warm_nodes"],
+            " (%s)" % warm_zones if warm_zones else "",
+            "; %d pod(s) already moved by an earlier restart" % len(batch["moved_earlier"])
+            if batch["moved_earlier"] else "",
             "; DOES NOT FIT: %s" % "; ".join("%s (%s)" % (u["pod"], u["reason"]) for u in batch["unplaced"])
             if batch["unplaced"] else "",
             "; BLOCKED: %s" % "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in batch["blocked"])
             if batch["blocked"] else ""))
+    for node in plan["nodes"]:
+        lines.extend("node %s: %s" % (node["name"], note) for note in node.get("notes") or [])
+    lines.extend("warning: %s" % warning for warning in plan["warnings"])
     return lines
 
 
