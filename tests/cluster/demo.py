@@ -7,7 +7,9 @@ under a minAvailable 1 PDB (what blocks a naive drain forever), a DaemonSet
 and a Job. The test provisioner plays Karpenter for the new pool
 (kubeops.io/pool=warm). A watcher records Ready pods and PDB status all the
 way through; at the end every pod must run on the new pool, no PDB may have
-been violated and the single replica must never have had zero Ready pods.
+been violated and the single replica must never have had zero Ready pods. It prints the
+restarts and evictions planned and done per batch and each workload's pods
+per zone before and after, and fails if they differ (zones by more than 1).
 """
 
 from __future__ import annotations
@@ -106,6 +108,37 @@ class Demo(ClusterClients):
         return problems
 
 
+def report_problems(report):
+    """Where the rotation did not do what its plan said, or moved pods between zones, as sentences."""
+    problems = []
+    for batch in report["batches"]:
+        for planned, done, what in (("restarts_planned", "restarts_done", "restarts"),
+                                    ("evictions_planned", "evictions_done", "evictions")):
+            if sorted(batch[planned]) != sorted(batch[done]):
+                problems.append("batch %s: %s planned %s, done %s" % (
+                    batch["batch"], what, batch[planned], batch[done]))
+    for owner, before in report["zones_before"].items():
+        after = report["zones_after"].get(owner, {})
+        for zone in set(before) | set(after):
+            if abs(before.get(zone, 0) - after.get(zone, 0)) > 1:
+                problems.append("%s had %d pod(s) in %s before and %d after" % (
+                    owner, before.get(zone, 0), zone, after.get(zone, 0)))
+    return problems
+
+
+def print_report(report):
+    print("Planned against done, per batch:")
+    print("| batch | nodes | restarts planned | done | evictions planned | done | seconds |")
+    for batch in report["batches"]:
+        print("| %s | %s | %d | %d | %d | %d | %s |" % (
+            batch["batch"], ", ".join(batch["nodes"]), len(batch["restarts_planned"]), len(batch["restarts_done"]),
+            len(batch["evictions_planned"]), len(batch["evictions_done"]), batch["seconds"]))
+    print("Pods per zone, before and after:")
+    for owner, before in sorted(report["zones_before"].items()):
+        print("  %-40s %-28s -> %s" % (owner, json.dumps(before, sort_keys=True),
+                                       json.dumps(report["zones_after"].get(owner, {}), sort_keys=True)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", required=True)
@@ -127,7 +160,10 @@ def main():
     print("$ kubectl -n %s get pods -o wide\n%s" % (demo.namespace, listing.stdout))
     print("Fewest Ready pods seen during the rotation: %s" % json.dumps(
         {app: count for app, count in watcher.min_ready.items() if app}, sort_keys=True))
-    problems = demo.verify(watcher)
+    with open(os.path.join(args.work_dir, "rotation-report.json")) as handle:
+        report = json.load(handle)
+    print_report(report)
+    problems = demo.verify(watcher) + report_problems(report)
     for problem in problems:
         print("PROBLEM: " + problem)
     print("Rotation took %.1f s; report: %s" % (seconds, os.path.join(args.work_dir, "rotation-report.json")))

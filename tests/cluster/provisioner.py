@@ -134,6 +134,7 @@ def nodes_to_create(pending_pods, pools, pool_label, pool_nodes, now, upcoming_s
 
 
 def run(kubeconfig, pools_file, interval=1.0):
+    import urllib3
     import yaml
     from kubernetes import client, config
 
@@ -149,8 +150,10 @@ def run(kubeconfig, pools_file, interval=1.0):
     while True:
         try:
             tick(core, to_dict, pools, pool_label, upcoming_seconds)
-        except client.ApiException as exc:  # a conflict or a restart of the API server: try again next tick
+        except client.ApiException as exc:  # a conflict: try again next tick
             print("tick failed: %s %s" % (exc.status, exc.reason), flush=True)
+        except urllib3.exceptions.HTTPError as exc:  # the API server is down or restarting: it comes back
+            print("tick failed: %s" % exc, flush=True)
         time.sleep(interval)
 
 

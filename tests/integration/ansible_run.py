@@ -50,8 +50,9 @@ def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALL
     if inventory:
         command[command.index("-i") + 1] = inventory
     if background:
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=ansible_environment(collections_path))
+        # A session of its own, so that a test can kill the whole process group, workers included, as AWX does.
+        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                                env=ansible_environment(collections_path), start_new_session=True)
     return subprocess.run(command, capture_output=True, text=True, env=ansible_environment(collections_path),
                           timeout=900, check=False)
 

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import (
     Workload,
     owner_of,
     replica_set_owners,
+    workload_from_key,
 )
 from builders import pod, replica_set
 
@@ -37,3 +40,14 @@ def test_owner_of_sees_a_replica_set_through_to_its_deployment():
     assert owner_of(pod(owner="orphan-rs"), owners) == Workload("ReplicaSet", "ns", "orphan-rs")
     assert owner_of(pod(kind="StatefulSet", owner="db"), owners) == Workload("StatefulSet", "ns", "db")
     assert owner_of(pod(kind=None), owners) is None
+
+
+def test_workload_from_key_reads_back_a_workloads_key():
+    assert workload_from_key("shop/StatefulSet/db") == Workload("StatefulSet", "shop", "db")
+    workload = Workload("Deployment", "ns", "web")
+    assert workload_from_key(workload.key) == workload
+
+
+@pytest.mark.parametrize("key", ["ns/web", "ns/Deployment/web/extra", "ns//web", "/Deployment/web", "", None])
+def test_workload_from_key_is_none_for_what_is_not_namespace_kind_name(key):
+    assert workload_from_key(key) is None

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
     claim_names,
     controller_of,
@@ -44,6 +46,23 @@ def test_do_not_disrupt_annotation_is_the_one_that_asks_with_its_value():
     assert do_not_disrupt_annotation(pod(annotations={"karpenter.sh/do-not-disrupt": "false",
                                                       "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"})) \
         is None
+
+
+@pytest.mark.parametrize("value", ["true", "30m", "1h30m", "1.5h", "90s"])
+def test_karpenter_do_not_disrupt_counts_as_true_or_as_a_go_duration(value):
+    assert do_not_disrupt_annotation(pod(annotations={"karpenter.sh/do-not-disrupt": value})) == \
+        ("karpenter.sh/do-not-disrupt", value)
+
+
+@pytest.mark.parametrize("value", ["false", "abc", "", "30", "m"])
+def test_karpenter_do_not_disrupt_neither_true_nor_a_duration_does_not_count(value):
+    assert do_not_disrupt_annotation(pod(annotations={"karpenter.sh/do-not-disrupt": value})) is None
+
+
+def test_safe_to_evict_false_counts_when_karpenters_annotation_does_not():
+    subject = pod(annotations={"karpenter.sh/do-not-disrupt": "abc",
+                               "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"})
+    assert do_not_disrupt_annotation(subject) == ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")
 
 
 def test_claim_names_are_the_persistent_volume_claims_only():

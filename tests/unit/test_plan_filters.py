@@ -28,6 +28,8 @@ DEFAULTS = FilterOptions()
     (pod(annotations={"karpenter.sh/do-not-disrupt": "true"}), "refuse", "do-not-disrupt"),
     (pod(annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}), "refuse", "do-not-disrupt"),
     (pod(annotations={"karpenter.sh/do-not-disrupt": "false"}), "evict", "evictable"),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "30m"}), "refuse", "do-not-disrupt"),
+    (pod(annotations={"karpenter.sh/do-not-disrupt": "abc"}), "evict", "evictable"),
     (pod(priorityClassName="system-node-critical"), "refuse", "system-critical"),
 ])
 def test_each_filter_gives_its_verdict_with_a_reason(subject, action, reason):

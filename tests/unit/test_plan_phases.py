@@ -10,10 +10,12 @@ from builders import node
 
 NOW = "2026-12-03T06:00:00Z"
 GUARD = {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
+ROTATING = {"key": "kubeops.io/rotating", "value": "r1", "effect": "PreferNoSchedule"}
 
 
-def at(phase, rotation_id="r1"):
-    return node(annotations={ROTATION_ID: rotation_id, ROTATION_PHASE: phase, PHASE_AT: "2026-12-03T05:00:00Z"})
+def at(phase, rotation_id="r1", taints=()):
+    return node(annotations={ROTATION_ID: rotation_id, ROTATION_PHASE: phase, PHASE_AT: "2026-12-03T05:00:00Z"},
+                taints=taints)
 
 
 def test_recorded_phase_is_only_that_of_the_same_rotation_and_a_known_phase():
@@ -51,3 +53,32 @@ def test_phase_patch_sets_only_the_changed_annotations():
 
 def test_phase_patch_never_moves_a_node_back():
     assert phase_patch(at("drained"), "r1", "cordoned", NOW) == []
+
+
+def test_planned_is_the_first_phase_and_cordoned_follows_it():
+    planned = at("planned")
+    assert recorded_phase(planned, "r1") == "planned"
+    assert phase_annotations(planned, "r1", "cordoned", NOW)[ROTATION_PHASE] == "cordoned"
+    assert phase_annotations(at("cordoned"), "r1", "planned", NOW) == {}
+
+
+def test_planned_adds_the_rotating_taint_besides_the_annotations_keeping_the_other_taints():
+    spot = {"key": "spot", "effect": "NoSchedule"}
+    assert phase_patch(node(taints=[spot]), "r1", "planned", NOW) == [
+        GUARD, {"op": "add", "path": "/metadata/annotations",
+                "value": {ROTATION_ID: "r1", ROTATION_PHASE: "planned", PHASE_AT: NOW}},
+        {"op": "add", "path": "/spec/taints", "value": [spot, ROTATING]}]
+
+
+def test_planned_adds_the_rotating_taint_only_when_it_is_missing():
+    assert phase_patch(at("planned", taints=[ROTATING]), "r1", "planned", NOW) == []
+    assert phase_patch(at("planned"), "r1", "planned", NOW) == [
+        GUARD, {"op": "add", "path": "/spec/taints", "value": [ROTATING]}], "a rerun puts back a removed taint"
+
+
+def test_only_planned_adds_the_rotating_taint():
+    def taint_operations(phase):
+        return [operation for operation in phase_patch(node(), "r1", phase, NOW) if operation["path"] == "/spec/taints"]
+
+    assert taint_operations("planned") == [{"op": "add", "path": "/spec/taints", "value": [ROTATING]}]
+    assert taint_operations("cordoned") == taint_operations("drained") == taint_operations("retired") == []

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
+    missing_warm,
     placeholder_deployment,
+    placeholder_name,
     priority_class,
     warm_nodes_of,
 )
@@ -107,3 +109,41 @@ def test_warm_nodes_are_those_with_a_ready_placeholder_on_a_ready_schedulable_no
     assert warm_nodes_of(placeholders, nodes, exclude_nodes=["old-1"]) == ["warm-1", "warm-2"]
     assert warm_nodes_of(placeholders, nodes) == ["old-1", "warm-1", "warm-2"]
     assert warm_nodes_of([pod("starting", "warm-1", ready=False)], nodes) == []
+
+
+def test_a_placeholder_set_asked_for_by_zone_has_one_deployment_per_zone_named_after_it():
+    assert placeholder_name("warm") == "warm"
+    assert placeholder_name("warm", "zone-a") == "warm-zone-a"
+    assert build(zone="zone-a")["metadata"]["name"] == "warm-zone-a"
+    assert build()["metadata"]["name"] == "warm"
+
+
+def test_a_zones_placeholders_are_pinned_to_the_zone_and_labelled_with_it():
+    pool = {"pool": "new"}
+    deployment = build(zone="zone-a", node_selector=pool)
+    in_zone = dict(SET, **{"kubeops.io/warm-zone": "zone-a"})
+    assert pod_spec(deployment)["nodeSelector"] == {"pool": "new", "topology.kubernetes.io/zone": "zone-a"}
+    assert pool == {"pool": "new"}, "the caller's node selector is left alone"
+    assert deployment["spec"]["selector"] == {"matchLabels": in_zone}
+    assert deployment["metadata"]["labels"] == deployment["spec"]["template"]["metadata"]["labels"] == dict(
+        in_zone, **{"app.kubernetes.io/managed-by": "kubeops.rotation"})
+
+
+def test_the_placeholders_of_every_zone_of_a_set_repel_each_other_by_the_set_label_only():
+    assert pod_spec(build(zone="zone-a"))["affinity"] == {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": SET}}]}}
+
+
+def test_missing_warm_counts_what_each_zone_still_lacks():
+    zones = {"w1": "zone-a", "w2": "zone-a", "w3": "zone-b"}
+    warm = ["w1", "w2", "w3"]
+    assert missing_warm(warm, zones, {"zone-a": 3, "zone-b": 1, "zone-c": 2}) == {"zone-a": 1, "zone-c": 2}
+    assert missing_warm(warm, zones, {"zone-a": 2, "zone-b": 0}) == {}
+
+
+def test_missing_warm_for_no_zone_counts_warm_nodes_of_every_zone():
+    zones = {"w1": "zone-a", "w2": "zone-b"}
+    assert missing_warm(["w1", "w2"], zones, {None: 2}) == {}
+    assert missing_warm(["w1", "w2"], zones, {None: 3}) == {None: 1}
+    assert missing_warm([], {}, {None: 1}) == {None: 1}

@@ -12,7 +12,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement im
     node_accepts,
     tolerates,
 )
-from builders import anti_affinity, node, pod, zone_spread
+from builders import ZONE, anti_affinity, node, pod, zone_spread
 
 GPU = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
 ANTI_DB = anti_affinity("db")
@@ -157,3 +157,17 @@ def test_fit_reports_the_most_telling_reason():
     assert placement == {}
     assert unplaced == [{"pod": "ns/huge", "reason": "no node has room for its requests (cpu 64, memory 6.71089e+07)"},
                         {"pod": "ns/gpu-job", "reason": "no node matches its node selector, affinity or tolerations"}]
+
+
+def test_fit_tries_the_nodes_in_the_order_a_preference_gives_each_pod():
+    nodes = [node("b-0", zone="b"), node("a-0", zone="a", cpu="1"), node("a-1", zone="a")]
+    pods = [pod("from-a", cpu="1", labels={"zone": "a"}), pod("from-a-too", cpu="1", labels={"zone": "a"}),
+            pod("from-b", cpu="500m", labels={"zone": "b"})]
+
+    def own_zone_first(subject, candidate):
+        return subject["metadata"]["labels"]["zone"] != candidate["metadata"]["labels"][ZONE]
+
+    placement, unplaced = fit(pods, nodes, [], own_zone_first)
+    assert placement == {"ns/from-a": "a-0", "ns/from-a-too": "a-1", "ns/from-b": "b-0"} and unplaced == []
+    assert fit(pods, nodes, [])[0] == {"ns/from-a": "b-0", "ns/from-a-too": "b-0", "ns/from-b": "b-0"}, \
+        "without a preference the first node with room wins"

@@ -20,13 +20,15 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation imp
     version_tuple,
     warm_template,
 )
-from builders import node, pdb, pod
+from builders import ZONE, node, pdb, pod
 
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
 WEB = Workload("Deployment", "ns", "web")
 SOLO = Workload("Deployment", "ns", "solo")
-OWNERS = {("ns", "web-rs"): "web", ("ns", "solo-rs"): "solo"}
+KEEP = Workload("Deployment", "ns", "keep")
+OWNERS = {("ns", "web-rs"): "web", ("ns", "solo-rs"): "solo", ("ns", "keep-rs"): "keep"}
 TEMPLATE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}
 
 
 def names(chosen):
@@ -67,6 +69,13 @@ def test_annotation_and_taint_rules_name_what_they_found():
     rules = DriftRules(annotations=("retire", "other"), taints=("deprecated", "spot"))
     assert drift_reasons(marked, rules, NOW) == ["annotated retire", "tainted deprecated"]
     assert drift_reasons(node("clean"), rules, NOW) == []
+
+
+def test_nodes_marked_planned_or_cordoned_by_the_rotation_are_still_chosen():
+    planned = node("planned", annotations={ROTATION_ID: "r1", ROTATION_PHASE: "planned"})
+    cordoned = node("cordoned", annotations={ROTATION_ID: "r1", ROTATION_PHASE: "cordoned"})
+    chosen, left_out = choose_nodes([planned, cordoned], DriftRules(), "r1", NOW)
+    assert names(chosen) == ["cordoned", "planned"] and left_out == []
 
 
 def test_without_rules_every_candidate_is_selected_and_named_nodes_always_are():
@@ -120,6 +129,15 @@ def test_move_of_restarts_what_eviction_cannot_move_safely():
     assert move_of(pod("p", "n", app="db"), WEB, 3, [pdb("db", allowed=1)], options) == ("evict", "evictable")
     assert move_of(pod("p", "n", kind=None), None, None, [], options)[0] == "blocked"
     assert move_of(pod("p", "n", kind="DaemonSet", owner="agent"), None, None, [], options) == ("stays", "daemonset")
+
+
+def test_move_of_restarts_a_pod_protected_for_a_duration_and_evicts_one_whose_annotation_says_false():
+    options = FilterOptions()
+    for value in ("30m", "1h30m"):
+        assert move_of(pod("p", "n", annotations={"karpenter.sh/do-not-disrupt": value}), WEB, 3, [], options) == \
+            ("restart", "do-not-disrupt")
+    assert move_of(pod("p", "n", annotations={"karpenter.sh/do-not-disrupt": "false"}), WEB, 3, [], options) == \
+        ("evict", "evictable")
 
 
 def test_move_of_blocks_what_has_no_workload_to_restart_unless_options_allow():
@@ -216,3 +234,164 @@ def test_the_plan_carries_the_abort_reasons_of_its_snapshot():
     settings = dataclasses.replace(settings, abort_if=AbortIf(pending_pods_for="30m"))
     plan = plan_rotation(nodes, pods + [pending], [], OWNERS, replicas, settings, NOW)
     assert plan["abort_reasons"] == ["pod ns/stuck has been Pending for 3600 s (abort_if pending_pods_for 30m)"]
+
+
+def settings_for(nodes, **options):
+    """Settings that rotate every node named old-*, one node a batch, under rotation r1."""
+    return RotationSettings(candidates=frozenset(n["metadata"]["name"] for n in nodes
+                                                 if n["metadata"]["name"].startswith("old-")),
+                            rotation_id="r1", **options)
+
+
+def three_batches(pool_labels=None):
+    """Two nodes of zone-a and one of zone-b, one a batch, warmed from a pool of 4-cpu nodes: keep
+    (do-not-disrupt, 2 cpu a pod) has a pod on each; solo (one replica) one on old-a2; web (plain) one
+    on old-a1 and one on old-b1. old-a1 goes first: it ties old-a2 on movable pods and sorts first."""
+    nodes = [node("old-a1", zone="zone-a"), node("old-a2", zone="zone-a"), node("old-b1", zone="zone-b")]
+    pods = [pod("keep-1", "old-a1", app="keep", cpu="2", annotations=DO_NOT_DISRUPT),
+            pod("keep-2", "old-a2", app="keep", cpu="2", annotations=DO_NOT_DISRUPT),
+            pod("keep-3", "old-b1", app="keep", cpu="2", annotations=DO_NOT_DISRUPT),
+            pod("solo-1", "old-a2", app="solo", cpu="1"),
+            pod("web-1", "old-a1", cpu="1"), pod("web-2", "old-b1", cpu="1")]
+    settings = settings_for(nodes, pool_labels=pool_labels or {"pool": "new"}, template_allocatable=dict(TEMPLATE))
+    return plan_rotation(nodes, pods, [], OWNERS, {KEEP: 3, SOLO: 1, WEB: 3}, settings, NOW)
+
+
+def restart_entry(workload, reason, pods, replaces):
+    return dict(workload.target(), target=workload.target(), reason=reason, pods=pods, replaces=replaces)
+
+
+def test_a_do_not_disrupt_workload_restarts_once_at_its_first_batch_replacing_its_pods_of_every_batch():
+    plan = three_batches()
+    first, second, third = plan["batches"]
+    assert [batch["nodes"] for batch in plan["batches"]] == [["old-a1"], ["old-a2"], ["old-b1"]]
+    assert first["restart"] == [restart_entry(KEEP, "do-not-disrupt", ["ns/keep-1"],
+                                              ["ns/keep-1", "ns/keep-2", "ns/keep-3"])]
+    assert [entry["name"] for entry in second["restart"]] == ["solo"] and third["restart"] == []
+    assert first["moved_earlier"] == []
+    assert second["moved_earlier"] == [{"pod": "ns/keep-2", "by": "Deployment ns/keep", "batch": 1}]
+    assert third["moved_earlier"] == [{"pod": "ns/keep-3", "by": "Deployment ns/keep", "batch": 1}]
+    assert plan["summary"][2].endswith("; 1 pod(s) already moved by an earlier restart")
+    assert plan["fits"] and plan["safe"]
+
+
+def test_a_single_replica_restarts_in_its_own_batch_and_plain_pods_are_evicted_in_theirs():
+    first, second, third = three_batches()["batches"]
+    assert second["restart"] == [restart_entry(SOLO, "single replica", ["ns/solo-1"], ["ns/solo-1"])]
+    assert [first["evict"], second["evict"], third["evict"]] == [["ns/web-1"], [], ["ns/web-2"]]
+
+
+def test_warm_nodes_are_added_in_the_zones_of_the_pods_they_take_in_and_counted_up_per_zone():
+    plan = three_batches()
+    first, second, third = plan["batches"]
+    # Batch 1 takes web-1 and all of keep: 5 cpu from zone-a (2 nodes), keep-3's 2 cpu from zone-b (1 node).
+    assert first["warm_new"] == {"zone-a": 2, "zone-b": 1} and first["warm_nodes"] == 3
+    assert second["warm_new"] == {"zone-a": 1} and second["warm_nodes"] == 1
+    assert third["warm_new"] == {"zone-b": 1} and third["warm_nodes"] == 1
+    assert [batch["warm_zones"] for batch in plan["batches"]] == [
+        [{"zone": "zone-a", "count": 2}, {"zone": "zone-b", "count": 1}],
+        [{"zone": "zone-a", "count": 3}, {"zone": "zone-b", "count": 1}],
+        [{"zone": "zone-a", "count": 3}, {"zone": "zone-b", "count": 2}]]
+    assert plan["summary"][1].endswith("restart 1 workload(s), evict 1 pod(s), 3 warm node(s) (zone-a 2, zone-b 1)")
+
+
+def test_the_moving_workloads_keep_their_pods_per_zone():
+    plan = three_batches()
+    counts = {"ns/Deployment/keep": {"zone-a": 2, "zone-b": 1}, "ns/Deployment/solo": {"zone-a": 1},
+              "ns/Deployment/web": {"zone-a": 1, "zone-b": 1}}
+    assert plan["zone_counts"] == counts and plan["zone_counts_planned"] == counts
+    assert plan["warnings"] == []
+
+
+def test_a_pool_pinned_to_a_zone_warms_only_there_and_warns_that_the_other_zones_pods_move_there():
+    plan = three_batches({"pool": "new", ZONE: "zone-a"})
+    assert [batch["warm_new"] for batch in plan["batches"]] == [{"zone-a": 2}, {"zone-a": 1}, {"zone-a": 1}]
+    assert plan["batches"][-1]["warm_zones"] == [{"zone": "zone-a", "count": 4}]
+    warning = "the pool provisions only in zone zone-a: the pods of zone(s) zone-b move to zone-a"
+    assert plan["warnings"] == [warning] and plan["summary"][-1] == "warning: " + warning
+    assert plan["fits"]
+    assert plan["zone_counts_planned"] == {"ns/Deployment/keep": {"zone-a": 3}, "ns/Deployment/solo": {"zone-a": 1},
+                                           "ns/Deployment/web": {"zone-a": 2}}
+
+
+def test_an_evictable_pod_of_a_workload_that_restarts_anyway_is_moved_by_that_restart():
+    nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("spare", zone="a")]
+    pods = [pod("web-1", "old-a1"), pod("web-2", "old-a2", annotations=DO_NOT_DISRUPT)]
+    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 3}, settings_for(nodes), NOW)
+    first, second = plan["batches"]
+    # The restart's reason is the pod that needs it, wherever that pod is.
+    assert first["restart"] == [restart_entry(WEB, "do-not-disrupt", ["ns/web-1"], ["ns/web-1", "ns/web-2"])]
+    assert first["evict"] == [] and second["evict"] == [] and second["restart"] == []
+    assert second["moved_earlier"] == [{"pod": "ns/web-2", "by": "Deployment ns/web", "batch": 1}]
+
+
+def test_warm_nodes_for_a_restart_leave_room_for_the_daemonset_pods_of_every_node_it_empties():
+    nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("old-b1", zone="b")]
+    agents = [pod("agent-" + name, name, kind="DaemonSet", owner="agent", cpu="1") for name in
+              ("old-a1", "old-a2", "old-b1")]
+    keep = [pod("keep-%d" % index, name, app="keep", cpu="1600m", annotations=DO_NOT_DISRUPT)
+            for index, name in enumerate(("old-a1", "old-a2", "old-b1", "old-b1"))]
+    settings = settings_for(nodes, pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
+    first = plan_rotation(nodes, agents + keep, [], OWNERS, {KEEP: 4}, settings, NOW)["batches"][0]
+    # 3.2 cpu per zone on warm nodes with 3 of their 4 cpu left once the agent runs there: 2 nodes a zone.
+    assert first["nodes"] == ["old-a1"] and first["warm_new"] == {"a": 2, "b": 2}
+    assert "need 2 node(s) of cpu 3," in first["warm_computed"]
+
+
+def zones_a_and_b(spare_a_cpu="1"):
+    """old-a1 (zone a) is rotated with two web pods; spare-b (zone b, 4 cpu) is listed before spare-a (zone a)."""
+    nodes = [node("old-a1", zone="a"), node("spare-b", zone="b"), node("spare-a", zone="a", cpu=spare_a_cpu)]
+    pods = [pod("web-1", "old-a1", cpu="1"), pod("web-2", "old-a1", cpu="1"),
+            pod("db-0", "spare-b", kind="StatefulSet", owner="db")]
+    return nodes, pods
+
+
+def test_each_moved_pod_is_placed_in_its_own_zone_while_it_has_room():
+    nodes, pods = zones_a_and_b()
+    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 2}, settings_for(nodes), NOW)
+    assert plan["zone_counts"] == {"ns/Deployment/web": {"a": 2}}
+    assert plan["zone_counts_planned"] == {"ns/Deployment/web": {"a": 1, "b": 1}}, "spare-a has room for one"
+    nodes, pods = zones_a_and_b(spare_a_cpu="2")
+    roomy = plan_rotation(nodes, pods, [], OWNERS, {WEB: 2}, settings_for(nodes), NOW)
+    assert roomy["zone_counts_planned"] == {"ns/Deployment/web": {"a": 2}}
+
+
+def test_zone_counts_of_counts_more_workloads_than_those_that_move():
+    nodes, pods = zones_a_and_b()
+    db = Workload("StatefulSet", "ns", "db")
+    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 2}, settings_for(nodes, zone_counts_of=(db,)), NOW)
+    assert plan["zone_counts"]["ns/StatefulSet/db"] == {"b": 1}
+    assert plan["zone_counts_planned"]["ns/StatefulSet/db"] == {"b": 1}
+
+
+def no_room_but_on_the_rotation(spare_cpu):
+    """Two roomy nodes of zone a rotated; the only other room is spare-b in zone b. keep (do-not-disrupt)
+    has a pod on each rotated node and restarts in batch 1; web's pod on old-a2 goes in batch 2."""
+    nodes = [node("old-a1", zone="a", cpu="64"), node("old-a2", zone="a", cpu="64"),
+             node("spare-b", zone="b", cpu=spare_cpu)]
+    pods = [pod("keep-1", "old-a1", app="keep", cpu="1", annotations=DO_NOT_DISRUPT),
+            pod("keep-2", "old-a2", app="keep", cpu="1", annotations=DO_NOT_DISRUPT),
+            pod("web-1", "old-a2", cpu="1")]
+    return plan_rotation(nodes, pods, [], OWNERS, {KEEP: 2, WEB: 3}, settings_for(nodes), NOW)
+
+
+def test_no_moved_pod_is_planned_onto_a_node_of_the_rotation():
+    plan = no_room_but_on_the_rotation(spare_cpu="3")
+    assert [batch["nodes"] for batch in plan["batches"]] == [["old-a1"], ["old-a2"]]
+    assert plan["fits"]
+    assert plan["zone_counts_planned"] == {"ns/Deployment/keep": {"b": 2}, "ns/Deployment/web": {"b": 1}}
+    tight = no_room_but_on_the_rotation(spare_cpu="2")
+    assert tight["batches"][0]["fits"], "keep-1 and keep-2 take spare-b, not old-a2 where keep-2 runs"
+    assert tight["batches"][1]["unplaced"] == [
+        {"pod": "ns/web-1", "reason": "no node has room for its requests (cpu 1, memory 6.71089e+07)"}]
+
+
+def test_a_node_karpenter_may_not_disrupt_is_rotated_all_the_same_with_a_note():
+    nodes = [node("old-1", annotations={"karpenter.sh/do-not-disrupt": "true"}),
+             node("old-2", annotations={"karpenter.sh/do-not-disrupt": "false"})]
+    plan = plan_rotation(nodes, [], [], OWNERS, {}, settings_for(nodes), NOW)
+    note = ("annotated karpenter.sh/do-not-disrupt: true; Karpenter will not disrupt it, this rotation does because "
+            "it was selected, moving its pods by restart or eviction as planned")
+    assert plan["nodes"] == [{"name": "old-1", "zone": None, "reasons": ["selected"], "notes": [note]},
+                             {"name": "old-2", "zone": None, "reasons": ["selected"]}]
+    assert plan["summary"][-1] == "node old-1: " + note

@@ -163,15 +163,16 @@ class Room:
         return None
 
 
-def fit(pods, nodes, resident_pods, preference=None):
+def fit(pods, nodes, resident_pods, preference=None, bystanders=()):
     """Place ``pods`` on ``nodes`` by requests, first fit in decreasing cpu order. Pure.
 
-    ``resident_pods`` are already on those nodes and stay. ``preference(pod,
-    node)``, when given, orders the nodes for each pod (lowest first; ties
-    keep the order of ``nodes``). Returns (placement pod key -> node name,
-    unplaced [{pod, reason}]).
+    ``resident_pods`` are already on those nodes (or on ``bystanders``, nodes
+    that take no pod but whose pods count for topology spread, as the
+    scheduler counts them) and stay. ``preference(pod, node)``, when given,
+    orders the nodes for each pod (lowest first; ties keep the order of
+    ``nodes``). Returns (placement pod key -> node name, unplaced [{pod, reason}]).
     """
-    room = Room(nodes, resident_pods)
+    room = Room(list(nodes) + list(bystanders), resident_pods)
     placement, unplaced = {}, []
     for pod in sorted(pods, key=lambda p: (-pod_requests(p)["cpu"], -pod_requests(p)["memory"], pod_key(p))):
         reason = "no node matches its node selector, affinity or tolerations"

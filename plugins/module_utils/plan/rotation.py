@@ -43,6 +43,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import bound_volume, fit, in_zones
 
+RESTARTS_ANYWAY = "its %s restarts for other pods"
 # Workloads whose controller surges a replacement before the old pod goes.
 SURGING_KINDS = ("Deployment", "StatefulSet")
 
@@ -212,14 +213,17 @@ def zone_counts(pods, owners, zone_by_node, replica_set_owners):
 
 def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_node):
     """The warm nodes a batch adds, per zone of the pods they take in: ({zone: count}, template nodes,
-    explanation). A pool pinned to a zone by its labels warms there only."""
+    explanation). A pool pinned to a zone by its labels warms there only. ``daemon_pods`` are the
+    DaemonSet pods of the rotation's nodes; those on the nodes a zone's pods come from (later batches'
+    nodes too, for a restart) size the room they take on each warm node."""
     pool_zone = pool_labels.get(ZONE_LABEL)
     groups = {}
     for pod in movers:
         groups.setdefault(pool_zone or zone_by_node.get(node_of(pod)) or "", []).append(pod)
     counts, warm, explanations = {}, [], []
     for zone in sorted(groups):
-        daemons = [pod for pod in daemon_pods if pool_zone or (zone_by_node.get(node_of(pod)) or "") == zone]
+        sources = {node_of(pod) for pod in groups[zone]}
+        daemons = [pod for pod in daemon_pods if node_of(pod) in sources]
         count, computed = nodes_needed(groups[zone] + daemons, template, pool_labels)
         counts[zone] = count
         explanations.append("zone %s: %s" % (zone or "-", computed["summary"]) if zone else computed["summary"])
@@ -260,7 +264,7 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     surging = {workload for _pod, workload, method, _reason in moves.values() if method == "restart"}
     for key, (pod, workload, method, _reason) in list(moves.items()):
         if method == "evict" and workload in surging:
-            moves[key] = (pod, workload, "restart", "its %s restarts for other pods" % workload.kind)
+            moves[key] = (pod, workload, "restart", RESTARTS_ANYWAY % workload.kind)
     pods_per_node = {}
     for pod, _workload, method, _reason in moves.values():
         if method != "stays":
@@ -271,9 +275,14 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     pool_labels = settings.pool_labels or {}
     moving_owners = ({owner_of(pod, replica_set_owners) for pod, _w, method, _r in moves.values()
                       if method in ("restart", "evict")} - {None}) | set(settings.zone_counts_of)
-    restarted_in, warm_total, warmed = {}, {}, []
+    daemons = [pod for pod, _w, _method, reason in moves.values() if reason == "daemonset"]
+    restarted_in, warm_total, warmed, moved = {}, {}, [], set()
+    rotating_nodes = {node_name(node): node for node, _reasons in chosen}
     for index, batch in enumerate(batches, start=1):
         batch_nodes = set(batch["nodes"])
+        # The nodes of later batches take no pod, but their pods still count for topology spread.
+        later = {name for later_batch in batches[index:] for name in later_batch["nodes"]}
+        bystanders = [rotating_nodes[name] for name in sorted(later)]
         here = [m for m in moves.values() if node_of(m[0]) in batch_nodes]
         new_restarts = {workload for _pod, workload, method, _r in here
                         if method == "restart" and workload not in restarted_in}
@@ -282,7 +291,6 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             pod for pod, workload, method, _r in moves.values() if method == "restart" and workload in new_restarts]
         warm_new, warm = {}, []
         if settings.template_allocatable:
-            daemons = [pod for pod, _w, method, reason in here if reason == "daemonset"]
             warm_new, warm, batch["warm_computed"] = _warm_for_batch(
                 index, movers, daemons, settings.template_allocatable, pool_labels, zone_by_node)
         for zone, count in warm_new.items():
@@ -298,8 +306,11 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             if bound:
                 bound_zones[pod_key(pod)] = bound[1]
         places = targets + warmed + warm
-        placement, unplaced = fit([p for p in movers if pod_key(p) not in bound_zones], places, residents,
-                                  other_zone_first_last)
+        moved.update(pod_key(pod) for pod in movers)
+        waiting = [pod for pod in pods if node_of(pod) in later and pod_key(pod) not in moved
+                   and not is_terminal(pod) and not is_terminating(pod)]
+        placement, unplaced = fit([p for p in movers if pod_key(p) not in bound_zones], places, residents + waiting,
+                                  other_zone_first_last, bystanders)
         for pod in [p for p in movers if pod_key(p) in bound_zones]:
             zone_targets = [node for node in places if in_zones(node, bound_zones[pod_key(pod)])]
             extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
@@ -311,8 +322,10 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             if method == "restart" and workload in new_restarts:
                 entry = restarts.setdefault(workload, dict(workload.target(), target=workload.target(), reason=reason,
                                                            pods=[], replaces=[]))
-                if node_of(pod) in batch_nodes:
+                # The reason is that of a pod that needs the restart, not of one it only takes along.
+                if reason != RESTARTS_ANYWAY % workload.kind:
                     entry["reason"] = reason
+                if node_of(pod) in batch_nodes:
                     entry["pods"].append(pod_key(pod))
                 entry["replaces"].append(pod_key(pod))
         batch.update(
@@ -356,12 +369,13 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
 
 
 def protected_node_note(node):
-    """Why a node annotated karpenter.sh/do-not-disrupt is rotated all the same, or None."""
-    value = ((node.get("metadata") or {}).get("annotations") or {}).get(DO_NOT_DISRUPT[0])
-    if value is None:
+    """Why a node annotated karpenter.sh/do-not-disrupt ("true" or a duration, not "false") is rotated all
+    the same, or None."""
+    annotation = do_not_disrupt_annotation(node)
+    if not annotation or annotation[0] != DO_NOT_DISRUPT[0]:
         return None
     return ("annotated %s: %s; Karpenter will not disrupt it, this rotation does because it was selected, moving "
-            "its pods by restart or eviction as planned" % (DO_NOT_DISRUPT[0], value))
+            "its pods by restart or eviction as planned" % annotation)
 
 
 def zone_warnings(chosen, pool_labels):

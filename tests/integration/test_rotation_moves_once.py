@@ -1,0 +1,313 @@
+"""A rotation moves every pod once, keeps the zones and does what its plan says, measured on the cluster.
+
+Restarts are counted from the workloads (each restart bumps the generation
+and sets kubectl.kubernetes.io/restartedAt), evictions from the API server's
+own apiserver_request_total, disruption by a watcher, zones from the pods.
+Pods become Ready 2 s after they are bound (tests/cluster/cluster.py), so
+waiting for replacements and PDB pacing are exercised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import threading
+import time
+
+import pytest
+from ansible_run import run_collection_playbook
+from conftest import delete_pool_nodes, wait_until
+from kube import DisruptionWatcher, deployment, is_ready, pdb, stateful_set
+from kubernetes.client.rest import ApiException
+
+from fakenodes import fake_node
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+ZONE = "topology.kubernetes.io/zone"
+CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+EVICTIONS = re.compile(r'^apiserver_request_total\{(?=[^}]*subresource="eviction")(?=[^}]*resource="pods")'
+                       r'[^}]*code="(\d+)"[^}]*\} (\S+)$', re.M)
+
+
+def eviction_requests(cluster):
+    """Eviction requests the API server has answered so far, by HTTP code, from its /metrics."""
+    counts = {}
+    for code, value in EVICTIONS.findall(cluster.kubectl("get", "--raw", "/metrics").stdout):
+        counts[code] = counts.get(code, 0) + int(float(value))
+    return counts
+
+
+def evictions_since(cluster, before, code="201"):
+    return eviction_requests(cluster).get(code, 0) - before.get(code, 0)
+
+
+class Scenario:
+    """Old nodes over two zones and the workloads the rotation promises to protect, in a namespace of its own."""
+
+    def __init__(self, cluster, test_id, nodes_per_zone, batch_size="2"):
+        self.cluster = cluster
+        self.namespace = test_id
+        self.pool = test_id + "-old"
+        self.old_nodes = {}
+        for zone, count in nodes_per_zone.items():
+            for index in range(count):
+                self.old_nodes["%s-%s-%d" % (test_id, zone, index)] = zone
+        self.rotation = {
+            "rotate_nodes_id": test_id + "-rotation",
+            "rotate_nodes_node_selector": "kubeops.io/pool=" + self.pool,
+            "rotate_nodes_batch_size": batch_size,
+            "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
+            "rotate_nodes_template_capacity": CAPACITY,
+            "kubeops_kubeconfig": cluster.kubeconfig,
+        }
+
+    def create_nodes(self):
+        for name, zone in self.old_nodes.items():
+            self.cluster.core.create_node(fake_node(name, {"kubeops.io/pool": self.pool, ZONE: zone}, CAPACITY))
+        self.cluster.core.create_namespace({"metadata": {"name": self.namespace}})
+        wait_until(lambda: self._ready_nodes() == len(self.old_nodes), 60, "the old nodes to be Ready")
+        wait_until(lambda: any(sa.metadata.name == "default" for sa in
+                               self.cluster.core.list_namespaced_service_account(self.namespace).items),
+                   30, "the namespace")
+
+    def _ready_nodes(self):
+        return sum(1 for node in self.cluster.core.list_node(label_selector="kubeops.io/pool=" + self.pool).items
+                   if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+                   and not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or []))
+
+    def add(self, kind, manifest, ready):
+        create = {"Deployment": self.cluster.apps.create_namespaced_deployment,
+                  "StatefulSet": self.cluster.apps.create_namespaced_stateful_set,
+                  "PodDisruptionBudget": self.cluster.policy.create_namespaced_pod_disruption_budget,
+                  "ReplicaSet": self.cluster.apps.create_namespaced_replica_set}[kind]
+        create(self.namespace, manifest)
+        if ready:
+            name = manifest["metadata"]["name"]
+            wait_until(lambda: self.ready(name) >= ready, 90, "%s to have %d Ready pods" % (name, ready))
+
+    def ready(self, app):
+        return sum(1 for pod in self.cluster.pods(self.namespace, "app=" + app) if is_ready(pod))
+
+    def zones(self):
+        """app -> {zone: Ready pods}, DaemonSets aside."""
+        zone_of = {node.metadata.name: (node.metadata.labels or {}).get(ZONE)
+                   for node in self.cluster.core.list_node().items}
+        counts = {}
+        for pod in self.cluster.pods(self.namespace):
+            if is_ready(pod):
+                per_zone = counts.setdefault(pod.metadata.labels.get("app"), {})
+                zone = zone_of.get(pod.spec.node_name)
+                per_zone[zone] = per_zone.get(zone, 0) + 1
+        return counts
+
+    def workloads(self):
+        """"Kind/name" -> (generation, restartedAt) of every Deployment and StatefulSet of the namespace."""
+        found = {}
+        for kind, items in (("Deployment", self.cluster.apps.list_namespaced_deployment(self.namespace).items),
+                            ("StatefulSet", self.cluster.apps.list_namespaced_stateful_set(self.namespace).items)):
+            for item in items:
+                found["%s/%s" % (kind, item.metadata.name)] = (
+                    item.metadata.generation, (item.spec.template.metadata.annotations or {}).get(RESTARTED_AT))
+        return found
+
+    def rotate(self, work_dir, extra=None):
+        return run_collection_playbook("kubeops.rotation.rotate_nodes", dict(
+            self.rotation, rotate_nodes_report_file=os.path.join(work_dir, "report.json"), **(extra or {})),
+            work_dir)
+
+    def remaining_old_nodes(self):
+        names = {node.metadata.name for node in self.cluster.core.list_node().items}
+        return sorted(name for name in self.old_nodes if name in names)
+
+    def cleanup(self):
+        self.cluster.core.delete_namespace(self.namespace)
+        for name in self.old_nodes:
+            try:
+                self.cluster.core.delete_node(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        delete_pool_nodes(self.cluster)
+
+
+class RestartWatcher:
+    """Samples every workload's generation and restartedAt while a play runs: what the cluster says restarted."""
+
+    def __init__(self, scenario):
+        self.scenario = scenario
+        self.seen = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.first = self.scenario.workloads()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+        self._sample()
+
+    def _run(self):
+        while not self._stop.wait(0.5):
+            self._sample()
+
+    def _sample(self):
+        for key, (_generation, stamp) in self.scenario.workloads().items():
+            if stamp:
+                self.seen.setdefault(key, set()).add(stamp)
+
+    def restarts(self):
+        """"Kind/name" -> how many times it was restarted: template changes since the start (generation),
+        checked against the distinct restartedAt values seen."""
+        last = self.scenario.workloads()
+        return {key: last[key][0] - generation for key, (generation, _stamp) in self.first.items()}
+
+
+def protected_scenario(cluster, test_id):
+    """6 old nodes (4 in zone-a, 2 in zone-b) in 3 batches, with every kind of workload the rotation protects."""
+    scenario = Scenario(cluster, test_id, {"zone-a": 4, "zone-b": 2})
+    scenario.create_nodes()
+    guard = deployment("guard", 6, {}, annotations={DO_NOT_DISRUPT: "true"})
+    scenario.add("Deployment", guard, 6)
+    db = stateful_set("db", 2, {})
+    db["spec"]["template"]["metadata"]["annotations"][DO_NOT_DISRUPT] = "true"
+    scenario.add("StatefulSet", db, 2)
+    scenario.add("Deployment", deployment("solo", 1, {}), 1)
+    scenario.add("PodDisruptionBudget", pdb("solo", {"app": "solo"}, min_available=1), 0)
+    zonal = deployment("zonal", 4, {})
+    zonal["spec"]["template"]["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "zonal"}}}]
+    scenario.add("Deployment", zonal, 4)
+    scenario.add("Deployment", deployment("web", 8, {}), 8)
+    scenario.add("PodDisruptionBudget", pdb("web", {"app": "web"}, max_unavailable=1), 0)
+    wait_until(lambda: (cluster.policy.read_namespaced_pod_disruption_budget("web", scenario.namespace).status
+                        .disruptions_allowed or 0) == 1, 30, "the web PDB to allow one disruption")
+    return scenario
+
+
+@pytest.fixture
+def protected(cluster, test_id):
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    scenario = protected_scenario(cluster, test_id)
+    yield scenario
+    scenario.cleanup()
+
+
+def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zones_before):
+    """What the issue promises, read from the cluster."""
+    planned_restarts = {key.split("/", 1)[1] for batch in report["batches"] for key in batch["restarts_planned"]}
+    assert planned_restarts == {"Deployment/guard", "StatefulSet/db", "Deployment/solo"}, report["batches"]
+    for key, count in restarts.items():
+        assert count == (1 if key in planned_restarts else 0), "%s restarted %d times: %s" % (key, count, restarts)
+    planned_evictions = sum(len(batch["evictions_planned"]) for batch in report["batches"])
+    assert planned_evictions > 0 and evicted == planned_evictions, (evicted, report["batches"])
+    assert watcher.min_ready["solo"] >= 1, "the single replica was down"
+    assert watcher.min_ready["web"] >= 7, "web went below its PDB"
+    # A rollout keeps what the workload's own strategy promises: a Deployment of 6 (maxUnavailable 25 %) 5 Ready,
+    # a StatefulSet, which replaces one pod at a time without surging, all but one.
+    assert watcher.min_ready["guard"] >= 5 and watcher.min_ready["db"] >= 1
+    after = scenario.zones()
+    for app in ("guard", "db", "solo", "zonal", "web"):
+        for zone in set(zones_before[app]) | set(after[app]):
+            assert abs(after[app].get(zone, 0) - zones_before[app].get(zone, 0)) <= 1, (app, zones_before, after)
+    assert scenario.remaining_old_nodes() == []
+
+
+def test_each_pod_moves_once_zones_are_kept_and_the_plan_is_what_happens(cluster, protected, tmp_path):
+    zones_before = protected.zones()
+    evictions_before = eviction_requests(cluster)
+    with DisruptionWatcher(cluster, protected.namespace) as watcher, RestartWatcher(protected) as restarts:
+        completed = protected.rotate(str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-6000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["batches"]) == 3
+    assert "WARNING: the rotation did not do what its plan said" not in completed.stdout
+    for batch in report["batches"]:
+        assert sorted(batch["restarts_done"]) == sorted(batch["restarts_planned"]), batch
+        assert sorted(batch["evictions_done"]) == sorted(batch["evictions_planned"]), batch
+    assert_moved_once(cluster, protected, watcher, restarts.restarts(), evictions_since(cluster, evictions_before),
+                      report, zones_before)
+
+
+def test_killed_in_batch_two_and_rerun_still_moves_each_pod_once(cluster, protected, tmp_path, run_play):
+    plan = run_play([{"kubeops.rotation.rotation_plan": {
+        "node_selector": protected.rotation["rotate_nodes_node_selector"],
+        "rotation_id": protected.rotation["rotate_nodes_id"], "batch_size": "2",
+        "pool_node_selector": {"kubeops.io/pool": "warm"}, "template_capacity": CAPACITY}}])[0]
+    second_batch = plan["batches"][1]["nodes"]
+    zones_before = protected.zones()
+    evictions_before = eviction_requests(cluster)
+    with DisruptionWatcher(cluster, protected.namespace) as watcher, RestartWatcher(protected) as restarts:
+        first = run_collection_playbook("kubeops.rotation.rotate_nodes", protected.rotation, str(tmp_path),
+                                        background=True)
+        try:
+            wait_until(lambda: first.poll() is not None or all(
+                cluster.core.read_node(name).spec.unschedulable for name in second_batch), 300,
+                "batch 2 to be cordoned")
+            time.sleep(1)  # into the batch's moves
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+        assert protected.remaining_old_nodes(), "the first run was killed before it finished"
+        completed = protected.rotate(str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-6000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    whole = {"batches": [{"restarts_planned": ["%(namespace)s/%(kind)s/%(name)s" % entry for entry in batch["restart"]],
+                          "evictions_planned": batch["evict"]} for batch in plan["batches"]]}
+    assert_moved_once(cluster, protected, watcher, restarts.restarts(), evictions_since(cluster, evictions_before),
+                      whole, zones_before)
+    assert report["batches"], "the rerun rotated what was left"
+
+
+def test_a_do_not_disrupt_duration_moves_by_restart_without_an_eviction(cluster, test_id, tmp_path):
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    scenario = Scenario(cluster, test_id, {"zone-a": 2})
+    try:
+        scenario.create_nodes()
+        scenario.add("Deployment", deployment("cache", 2, {}, annotations={DO_NOT_DISRUPT: "30m"}), 2)
+        before = eviction_requests(cluster)
+        with RestartWatcher(scenario) as restarts:
+            completed = scenario.rotate(str(tmp_path))
+        assert completed.returncode == 0, completed.stdout[-6000:]
+        assert sum(eviction_requests(cluster).values()) - sum(before.values()) == 0, "a pod was evicted"
+        assert restarts.restarts() == {"Deployment/cache": 1}
+        assert scenario.ready("cache") == 2 and scenario.remaining_old_nodes() == []
+    finally:
+        scenario.cleanup()
+
+
+def test_skip_leaves_a_blocked_batch_cordoned_finishes_the_others_and_fails_naming_the_pdb(
+        cluster, test_id, tmp_path):
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    scenario = Scenario(cluster, test_id, {"zone-a": 3}, batch_size="1")
+    try:
+        scenario.create_nodes()
+        # A ReplicaSet of its own (no Deployment to restart) under a PDB that never allows: eviction is the
+        # only way, and it waits forever. Its node holds the most pods, so it goes first and two batches follow.
+        stuck = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "stuck"},
+                 "spec": deployment("stuck", 1, {})["spec"]}
+        scenario.add("ReplicaSet", stuck, 1)
+        scenario.add("PodDisruptionBudget", pdb("stuck", {"app": "stuck"}, min_available=1), 0)
+        blocked = scenario.cluster.pods(scenario.namespace, "app=stuck")[0].spec.node_name
+        completed = scenario.rotate(str(tmp_path), {"rotate_nodes_on_blocked": "skip", "rotate_nodes_evict_timeout": 8,
+                                                    "rotate_nodes_most_disruptive": "first"})
+        assert completed.returncode != 0
+        assert "could not be drained and stay cordoned" in completed.stdout
+        assert "PDB %s/stuck" % scenario.namespace in completed.stdout
+        assert scenario.remaining_old_nodes() == [blocked]
+        assert scenario.cluster.core.read_node(blocked).spec.unschedulable
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert [entry["batch"]["nodes"] for entry in report["left"]] == [[blocked]]
+        assert report["left"][0]["batch"]["index"] == 1
+        assert len(report["batches"]) == 2, "the two other batches finished"
+    finally:
+        scenario.cleanup()
