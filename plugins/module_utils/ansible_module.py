@@ -70,6 +70,8 @@ def _finished(module, result, client):
     result = dict(result)
     if not module._diff:
         result.pop("diff", None)
+    for warning in result.pop("warnings", None) or []:
+        module.warn(warning)
     if client is not None:
         result["api_requests"] = client.request_count
     return result

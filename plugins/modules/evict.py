@@ -216,7 +216,9 @@ pods:
       description: C(Kind/name) of the pod's controller, or null for a bare pod.
       type: str
     action:
-      description: The plan for the pod, V(evict), V(delete) (terminal pods), V(skip) or V(refuse).
+      description: >-
+        The plan for the pod, V(evict), V(delete) (terminal pods), V(wait) (already being deleted, for example
+        by a rollout: waited for until it is gone), V(skip) or V(refuse).
       type: str
     reason:
       description: >-
@@ -227,8 +229,9 @@ pods:
     outcome:
       description: >-
         V(evicted), V(deleted), V(skipped), V(refused), V(blocked) (by a PDB at
-        the deadline), V(terminating) (evicted, not yet gone at the deadline),
-        V(gone) (gone before we evicted it), V(failed), V(pending) (not
+        the deadline), V(terminating) (evicted or already being deleted, not
+        yet gone at the deadline), V(gone) (gone before we evicted it, or
+        already being deleted and now gone), V(failed), V(pending) (not
         attempted), or V(planned) in check mode.
       type: str
     detail:

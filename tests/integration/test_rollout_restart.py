@@ -32,7 +32,8 @@ def test_restart_under_a_pdb_never_drops_below_its_minimum_and_restart_id_restar
     assert not before & after, "every pod was replaced by the time the module returned"
     assert watcher.min_ready["web"] >= 3
     assert second["changed"] is False and second["workloads"][0]["action"] == "already_restarted"
-    assert uids(cluster, namespace, "app=web") == after
+    # Nothing new: old pods may still be Terminating (kwok keeps them 2 s), no pod came after the first rollout.
+    assert uids(cluster, namespace, "app=web") - before - after == set()
 
 
 def test_on_nodes_finds_the_owners_of_their_pods_across_replicasets(

@@ -240,7 +240,7 @@ def test_killed_in_batch_two_and_rerun_still_moves_each_pod_once(cluster, protec
     plan = run_play([{"kubeops.rotation.rotation_plan": {
         "node_selector": protected.rotation["rotate_nodes_node_selector"],
         "rotation_id": protected.rotation["rotate_nodes_id"], "batch_size": "2",
-        "pool_node_selector": {"kubeops.io/pool": "warm"}, "template_capacity": CAPACITY}}])[0]
+        "pool_node_selector": {"kubeops.io/pool": "warm"}, "template_capacity": CAPACITY}}]).steps[0]
     second_batch = plan["batches"][1]["nodes"]
     zones_before = protected.zones()
     evictions_before = eviction_requests(cluster)

@@ -22,7 +22,7 @@ DEFAULTS = FilterOptions()
     (pod(annotations={"kubernetes.io/config.mirror": "x"}, kind="Node"), "skip", "mirror"),
     (pod(phase="Succeeded", kind=None), "delete", "terminal"),
     (pod(phase="Failed"), "delete", "terminal"),
-    (pod(deleting=True), "skip", "terminating"),
+    (pod(deleting=True), "wait", "terminating"),
     (pod(kind=None), "refuse", "unreplicated"),
     (pod(volumes=[{"name": "tmp", "emptyDir": {}}]), "refuse", "local-storage"),
     (pod(annotations={"karpenter.sh/do-not-disrupt": "true"}), "refuse", "do-not-disrupt"),

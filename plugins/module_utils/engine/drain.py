@@ -40,7 +40,7 @@ class PodSelection:
 def _outcome(pod_plan):
     if pod_plan.removes:
         return "planned"
-    return "skipped" if pod_plan.verdict.action == "skip" else "refused"
+    return {"skip": "skipped", "wait": "terminating"}.get(pod_plan.verdict.action, "refused")
 
 
 def remaining_on_nodes(client, node_names, options):

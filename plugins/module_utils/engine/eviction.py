@@ -111,14 +111,23 @@ class EvictionRun:
         started = self.clock()
         deadline = started + self.settings.timeout
         states = [PodState(p) for p in plans if p.removes]
+        in_flight = {}
         for p in plans:
             if p.verdict.action in ("skip", "refuse"):
                 states.append(PodState(p, outcome="skipped" if p.verdict.action == "skip" else "refused"))
+            elif p.verdict.action == "wait":
+                # Already being deleted (a rollout replaced it): waited for like an eviction in flight.
+                state = PodState(p, outcome="in_flight" if self.settings.wait else "terminating", verb="gone")
+                states.append(state)
+                if self.settings.wait:
+                    in_flight[p.pod["metadata"]["uid"]] = state
         queue = [state for state in states if state.outcome == "pending"]
-        in_flight = {}
         for hook in self.hooks:
             hook.run_started(nodes, len(queue))
-        resource_version = self._resource_version(queue)
+        resource_version = self._resource_version(queue + list(in_flight.values()))
+        if in_flight:
+            list_method, kwargs = self._scope(list(in_flight.values()))
+            self._finish_gone(in_flight, list_method, kwargs)
         while queue or (in_flight and self.settings.wait):
             now = self.clock()
             if now >= deadline:
@@ -273,11 +282,15 @@ class EvictionRun:
                 elif waiting_for_room and event_type != "BOOKMARK":
                     return resource_version
         except WatchExpired:
-            alive = {pod["metadata"]["uid"] for pod in self.client.list_all(list_method, **kwargs)}
-            for uid in [uid for uid in in_flight if uid not in alive]:
-                self._finish(in_flight.pop(uid))
+            self._finish_gone(in_flight, list_method, kwargs)
             return list_resource_version(list_method, **kwargs)
         return resource_version
+
+    def _finish_gone(self, in_flight, list_method, kwargs):
+        """Finish the pods in flight that a list no longer shows (deleted before a watch could see it)."""
+        alive = {pod["metadata"]["uid"] for pod in self.client.list_all(list_method, **kwargs)}
+        for uid in [uid for uid in in_flight if uid not in alive]:
+            self._finish(in_flight.pop(uid))
 
     def _finish(self, state):
         state.outcome = state.verb

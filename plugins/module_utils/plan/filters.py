@@ -30,7 +30,8 @@ SYSTEM_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 @dataclass(frozen=True)
 class Verdict:
-    """What to do with a pod: evict, delete (terminal pods), skip (leave, fine) or refuse (leave, blocking)."""
+    """What to do with a pod: evict, delete (terminal pods), wait (already being deleted: wait until it is
+    gone), skip (leave, fine) or refuse (leave, blocking)."""
 
     action: str
     reason: str
@@ -115,7 +116,7 @@ def terminal_filter(pod, options):
 
 def terminating_filter(pod, options):
     if is_terminating(pod):
-        return Verdict("skip", "terminating", "already being deleted")
+        return Verdict("wait", "terminating", "already being deleted; waited for until it is gone")
     return None
 
 

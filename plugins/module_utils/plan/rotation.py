@@ -176,7 +176,7 @@ def move_of(pod, workload, replicas, pdbs, options):
     verdict = judge(pod, FilterOptions(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
                                        respect_do_not_disrupt=False,
                                        evict_system_critical=options.evict_system_critical)).verdict
-    if verdict.action in ("skip", "delete"):
+    if verdict.action in ("skip", "delete", "wait"):
         return "stays", verdict.reason
     protected = do_not_disrupt_annotation(pod) is not None
     if workload:
