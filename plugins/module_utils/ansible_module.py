@@ -7,10 +7,15 @@ client, and the one place where an error becomes ``fail_json``."""
 
 from __future__ import annotations
 
+import os
+import socket
+
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import KUBERNETES_IMPORT_ERROR, new_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import KubeopsError
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, LeaseSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, KubeopsError
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 
 CONNECTION_ARGUMENT_SPEC = dict(
     kubeconfig=dict(type="raw", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
@@ -25,6 +30,15 @@ CONNECTION_ARGUMENT_SPEC = dict(
     impersonate_user=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_USER"])),
     impersonate_groups=dict(type="list", elements="str"),
 )
+
+LEASE_OPTIONS = dict(
+    run_id=dict(type="str", required=True),
+    holder=dict(type="str"),
+    name=dict(type="str", default=LEASE_NAME),
+    namespace=dict(type="str", default=LEASE_NAMESPACE),
+    duration=dict(type="int", default=300),
+)
+LEASE_ARGUMENT_SPEC = dict(lease=dict(type="dict", options=LEASE_OPTIONS))
 
 CONNECTION_REQUIRED_TOGETHER = [["client_cert", "client_key"]]
 CONNECTION_REQUIRED_BY = {"impersonate_groups": "impersonate_user"}
@@ -44,11 +58,24 @@ def kubernetes_module(argument_spec, **kwargs):
     return module
 
 
+def lease_settings(options):
+    """LeaseSettings from the lease option (or the lease module's own options), or InvalidInput."""
+    if not (options.get("run_id") or "").strip():
+        raise InvalidInput("lease.run_id is empty: name the run (for example the rotation id).")
+    if options["duration"] < 5:
+        raise InvalidInput("lease.duration must be 5 seconds or more, got %s." % options["duration"])
+    holder = options.get("holder") or "%s (host %s, pid %d)" % (options["run_id"], socket.gethostname(), os.getppid())
+    return LeaseSettings(run_id=options["run_id"], holder=holder, name=options["name"],
+                         namespace=options["namespace"], duration=options["duration"])
+
+
 def run_module(module, action, settings=lambda params: None):
     """Build the typed settings from the parameters, then the client, run ``action(client, settings)``
     and exit with its result (plus ``api_requests``).
 
-    ``settings`` may raise InvalidInput before anything is read. Every error
+    ``settings`` may raise InvalidInput before anything is read. With a
+    ``lease`` option, the cluster's Lease is held (taken, renewed while the
+    action runs) unless in check mode. Every error
     of the collection (model.errors), a connection problem, or a refused API
     request ends the module here with one clear line and whatever result the
     error carries. A ``diff`` in the result is kept only under ``--diff``.
@@ -56,8 +83,13 @@ def run_module(module, action, settings=lambda params: None):
     client = None
     try:
         typed = settings(module.params)
+        lease = lease_settings(module.params["lease"]) if module.params.get("lease") else None
         client = new_client(module.params)
-        result = action(client, typed)
+        if lease and not module.check_mode:
+            with LeaseKeeper(client, lease).kept():
+                result = action(client, typed)
+        else:
+            result = action(client, typed)
     except KubeopsError as exc:
         module.fail_json(msg=str(exc), **_finished(module, exc.result, client))
     except ApiException as exc:

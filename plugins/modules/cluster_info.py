@@ -23,6 +23,8 @@ options:
     description:
       - Label selector of the nodes to report, for example
         V(node.kubernetes.io/instance-type=m5.large). All nodes when unset.
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
 attributes:
   check_mode:
@@ -126,7 +128,16 @@ api_requests:
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import selector_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import nodes_report
+
+
+def validated(params):
+    error = selector_error("node_selector", params["node_selector"])
+    if error:
+        raise InvalidInput(error)
+    return params
 
 
 def main():
@@ -138,7 +149,7 @@ def main():
         return dict(changed=False, server_version=client.version.get_code().git_version, user=client.whoami(),
                     nodes=summaries, summary=counts)
 
-    run_module(module, look)
+    run_module(module, look, validated)
 
 
 if __name__ == "__main__":

@@ -23,18 +23,21 @@ description:
     that changed in between is read again and planned again.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 options:
   nodes:
     description:
       - Names of the nodes. Every one must exist, otherwise the module fails
         naming the missing ones and changes nothing.
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
   node_selector:
     description:
       - Label selector of further nodes, for example V(kubeops.io/pool=old).
       - An empty or blank selector is refused (a templated variable that came
-        out empty must not look like success); nothing is changed.
+        out empty must not look like success), and so is one that the API
+        server would not parse; nothing is read or changed.
     type: str
   state:
     description:
@@ -67,7 +70,7 @@ options:
         C(kubeops.io/rotation-phase=cordoned) and C(kubeops.io/rotation-phase-at)
         that M(kubeops.rotation.rotation_state) writes). A node a rotation
         already took further (drained, retired) is not moved back.
-      - Only with O(state=cordoned).
+      - Only with O(state=cordoned). An empty or blank id is refused.
     type: str
     version_added: 0.2.0
 attributes:
@@ -147,17 +150,27 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import apply_cordon
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    selector_error,
+    text_error,
+)
 
 
 def validated(params):
-    if params["nodes"] is not None and not [name for name in params["nodes"] if name]:
-        raise InvalidInput("nodes is empty: name at least one node; nothing was changed.")
-    if params["node_selector"] is not None and not params["node_selector"].strip():
-        raise InvalidInput("node_selector is empty: it would select no node (or, to kubectl, every node); "
-                           "nothing was changed.")
+    error = first_error(names_error("nodes", params["nodes"], "node"),
+                        selector_error("node_selector", params["node_selector"]),
+                        text_error("rotation_id", params["rotation_id"]))
+    if error:
+        raise InvalidInput(error)
     if params["rotation_id"] and params["state"] != "cordoned":
         raise InvalidInput("rotation_id records a rotation's cordon; it needs state: cordoned.")
     return params
@@ -166,6 +179,7 @@ def validated(params):
 def main():
     module = kubernetes_module(
         dict(
+            LEASE_ARGUMENT_SPEC,
             nodes=dict(type="list", elements="str"),
             node_selector=dict(type="str"),
             state=dict(type="str", choices=["cordoned", "uncordoned"], default="cordoned"),

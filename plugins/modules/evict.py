@@ -31,21 +31,27 @@ description:
     C(kubeops.rotation.drain_node) role do.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 options:
   nodes:
     description:
       - Names of nodes to drain; their pods are selected. Every one must exist.
+      - An empty list, or an empty name in it, is refused before any request
+        (an empty list must not widen the selection to every pod).
     type: list
     elements: str
   node_selector:
     description:
       - Label selector of further nodes to drain.
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
   namespaces:
     description:
       - Only pods of these namespaces. Without O(nodes) or O(node_selector),
         the pods of these namespaces are selected; with them, pods on the
         nodes in other namespaces are skipped with reason C(namespace).
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
   exclude_namespaces:
@@ -57,15 +63,19 @@ options:
   pod_selector:
     description:
       - Label selector of the pods, for example V(app=web).
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
   field_selector:
     description:
       - Field selector of the pods, for example V(status.phase=Running).
+      - An empty or blank selector, or one that is not C(field=value),
+        C(field==value) or C(field!=value) terms, is refused before any request.
     type: str
   timeout:
     description:
       - Seconds the whole call may take, waiting included. At the deadline it
-        fails with what is left and why.
+        fails with what is left and why. At least 1.
     type: int
     default: 300
   wait:
@@ -83,7 +93,7 @@ options:
   grace_period:
     description:
       - Termination grace period in seconds for the evicted pods, instead of
-        their own C(terminationGracePeriodSeconds).
+        their own C(terminationGracePeriodSeconds). 0 or more.
     type: int
   disable_eviction:
     description:
@@ -134,15 +144,15 @@ options:
     version_added: 0.2.0
   max_in_flight:
     description:
-      - Evicted pods not yet gone, at most, at any time.
+      - Evicted pods not yet gone, at most, at any time. At least 1.
     type: int
   max_per_node:
     description:
-      - Evicted pods not yet gone per node, at most.
+      - Evicted pods not yet gone per node, at most. At least 1.
     type: int
   max_per_namespace:
     description:
-      - Evicted pods not yet gone per namespace, at most.
+      - Evicted pods not yet gone per namespace, at most. At least 1.
     type: int
   max_unavailable_per_owner:
     description:
@@ -150,12 +160,12 @@ options:
         ReplicationController) that may be not Ready at once, as a count
         (V(1)) or a percent of its desired replicas (V(25%), rounded down,
         at least 1). Checked against the workload's live pods before each
-        eviction, on top of PDBs.
+        eviction, on top of PDBs. V(0), V(0%) and percents over 100 are refused.
     type: str
   max_evictions:
     description:
       - Evictions this call may make in all. Pods beyond it are reported as
-        V(pending); rerun to continue.
+        V(pending); rerun to continue. 0 or more.
     type: int
   reason:
     description:
@@ -279,14 +289,26 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, drain
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionSettings, Limits
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    field_selector_error,
+    first_error,
+    names_error,
+    number_error,
+    selector_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
 
 EVICT_ARGUMENT_SPEC = dict(
+    LEASE_ARGUMENT_SPEC,
     nodes=dict(type="list", elements="str"),
     node_selector=dict(type="str"),
     namespaces=dict(type="list", elements="str"),
@@ -316,11 +338,19 @@ EVICT_ARGUMENT_SPEC = dict(
 def validated(params):
     """(PodSelection, FilterOptions, EvictionSettings) from the parameters, or InvalidInput for parameters
     that make no sense, before anything is read or changed."""
-    for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace", "max_evictions"):
-        if params[name] is not None and params[name] < (1 if name != "max_evictions" else 0):
-            raise InvalidInput("%s must be a positive number, got %s." % (name, params[name]))
-    if params["grace_period"] is not None and params["grace_period"] < 0:
-        raise InvalidInput("grace_period must be 0 or more, got %s." % params["grace_period"])
+    error = first_error(
+        names_error("nodes", params["nodes"], "node"),
+        selector_error("node_selector", params["node_selector"]),
+        names_error("namespaces", params["namespaces"], "namespace"),
+        names_error("exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
+        selector_error("pod_selector", params["pod_selector"]),
+        field_selector_error("field_selector", params["field_selector"]),
+        *(number_error(name, params[name], 1)
+          for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace")),
+        number_error("max_evictions", params["max_evictions"], 0),
+        number_error("grace_period", params["grace_period"], 0))
+    if error:
+        raise InvalidInput(error)
     if params["max_unavailable_per_owner"] is not None and unavailable_limit_error(params["max_unavailable_per_owner"]):
         raise InvalidInput(unavailable_limit_error(params["max_unavailable_per_owner"]))
     selection = PodSelection(tuple(params["nodes"] or ()), params["node_selector"], tuple(params["namespaces"] or ()),

@@ -30,6 +30,7 @@ description:
     predicted after. On a balanced cluster it plans nothing and reports no change.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 options:
   strategies:
     description:
@@ -54,10 +55,13 @@ options:
     description:
       - Label selector of the nodes of the pass (for example one node pool).
         Pods move only between these nodes. Without it, every node.
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
   namespaces:
     description:
       - Balance only the pods of these namespaces. Others still count against their nodes' room.
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
   exclude_namespaces:
@@ -69,30 +73,32 @@ options:
   pod_selector:
     description:
       - Balance only the pods this label selector picks, for example V(tier=web).
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
   max_skew:
     description:
-      - The spread the V(duplicates) strategy aims for; max minus min pods of an owner per node.
+      - The spread the V(duplicates) strategy aims for; max minus min pods of an owner per node. At least 1.
     type: int
     default: 1
   utilization_deviation:
     description:
       - Percentage points above (and below) the average utilization that make
-        a node a donor (and a receiver) for V(utilization).
+        a node a donor (and a receiver) for V(utilization). Between 1 and 99.
     type: int
     default: 20
   max_evictions:
     description:
       - Moves the pass may plan in all; the plan stops there and the
-        predicted skew shows what is left for the next pass.
+        predicted skew shows what is left for the next pass. 0 or more.
     type: int
   max_per_owner:
     description:
-      - Moves per owner the pass may plan.
+      - Moves per owner the pass may plan. At least 1.
     type: int
   max_in_flight:
     description:
-      - Evicted pods not yet gone, at most, at any time.
+      - Evicted pods not yet gone, at most, at any time. At least 1.
     type: int
   max_unavailable_per_owner:
     description:
@@ -112,7 +118,7 @@ options:
   timeout:
     description:
       - Seconds for the evictions and the wait for replacements. At the
-        deadline it fails naming what blocked; the taints are removed.
+        deadline it fails naming what blocked; the taints are removed. At least 1.
     type: int
     default: 300
   delete_emptydir_data:
@@ -267,15 +273,25 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionSettings, Limits
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rebalance import RebalanceRequest, rebalance
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    selector_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import RebalanceSettings
 
 REBALANCE_ARGUMENT_SPEC = dict(
+    LEASE_ARGUMENT_SPEC,
     strategies=dict(type="list", elements="str", choices=["topology_spread", "duplicates", "utilization"],
                     default=["topology_spread", "duplicates"]),
     node_selector=dict(type="str"),
@@ -302,6 +318,12 @@ def validated(params):
     anything is read or changed."""
     if not params["strategies"]:
         raise InvalidInput("strategies must name at least one strategy.")
+    error = first_error(selector_error("node_selector", params["node_selector"]),
+                        names_error("namespaces", params["namespaces"], "namespace"),
+                        names_error("exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
+                        selector_error("pod_selector", params["pod_selector"]))
+    if error:
+        raise InvalidInput(error)
     for name in ("max_skew", "timeout", "max_in_flight", "max_per_owner"):
         if params[name] is not None and params[name] < 1:
             raise InvalidInput("%s must be 1 or more, got %s." % (name, params[name]))

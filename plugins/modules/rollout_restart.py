@@ -25,10 +25,12 @@ description:
     strategy are reported, not waited on.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 options:
   targets:
     description:
       - Workloads to restart.
+      - An empty list, or a target with an empty name or namespace, is refused before any request.
     type: list
     elements: dict
     suboptions:
@@ -49,15 +51,19 @@ options:
     description:
       - Restart the Deployments and StatefulSets (and DaemonSets with
         O(include_daemonsets)) matching this label selector.
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
   namespaces:
     description:
       - Limit O(label_selector) and O(on_nodes) to these namespaces.
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
   on_nodes:
     description:
       - Restart every workload that owns a pod on these nodes.
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
   include_daemonsets:
@@ -70,11 +76,12 @@ options:
       - An id for this restart, for example the rotation's id. A workload
         whose C(kubeops.io/restart-id) annotation already has this value is
         not restarted again.
+      - An empty or blank id is refused (it would restart again on every rerun).
     type: str
   restarted_after:
     description:
       - A time (RFC 3339, for example V(2026-12-03T06:00:00Z)). A workload
-        restarted at or after it is not restarted again.
+        restarted at or after it is not restarted again. Anything else is refused before any request.
     type: str
   wait:
     description:
@@ -84,12 +91,12 @@ options:
   timeout:
     description:
       - Seconds for the whole call. Rollouts not complete by then make it
-        fail with their status and conditions.
+        fail with their status and conditions. At least 1.
     type: int
     default: 600
   max_concurrent:
     description:
-      - Workloads restarting at the same time, at most.
+      - Workloads restarting at the same time, at most. At least 1.
     type: int
     default: 1
   avoid_nodes:
@@ -198,15 +205,49 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rollout import RestartSettings, restart_workloads
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    number_error,
+    selector_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time
+
+
+def restarted_after_error(text):
+    if text is None:
+        return None
+    try:
+        parse_time(text.strip())
+    except ValueError:
+        return "restarted_after must be an RFC 3339 time like 2026-12-03T06:00:00Z, got %s." % (text or '""')
+    return None
 
 
 def validated(params):
-    if params["timeout"] < 1 or params["max_concurrent"] < 1:
-        raise InvalidInput("timeout and max_concurrent must be 1 or more.")
+    error = first_error(
+        names_error("targets", params["targets"], "workload"),
+        *(text_error("targets[%d].%s" % (index, field), target[field], optional=False)
+          for index, target in enumerate(params["targets"] or (), 1) for field in ("name", "namespace")),
+        selector_error("label_selector", params["label_selector"]),
+        names_error("namespaces", params["namespaces"], "namespace"),
+        names_error("on_nodes", params["on_nodes"], "node"),
+        names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
+        text_error("restart_id", params["restart_id"]),
+        restarted_after_error(params["restarted_after"]),
+        number_error("timeout", params["timeout"], 1),
+        number_error("max_concurrent", params["max_concurrent"], 1))
+    if error:
+        raise InvalidInput(error)
     return RestartSettings(
         targets=tuple(Workload(target["kind"], target["namespace"], target["name"])
                       for target in params["targets"] or ()),
@@ -220,6 +261,7 @@ def validated(params):
 def main():
     module = kubernetes_module(
         dict(
+            LEASE_ARGUMENT_SPEC,
             targets=dict(type="list", elements="dict", options=dict(
                 kind=dict(type="str", required=True, choices=["Deployment", "StatefulSet", "DaemonSet"]),
                 name=dict(type="str", required=True),

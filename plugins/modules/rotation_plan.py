@@ -34,17 +34,27 @@ extends_documentation_fragment:
   - kubeops.rotation.connection
 options:
   nodes:
-    description: Nodes to rotate, by name. Every one must exist.
+    description:
+      - Nodes to rotate, by name. Every one must exist.
+      - An empty name is refused, and so is an empty list without O(node_selector)
+        (unless only RV(zone_counts) of O(zone_counts_of) is wanted), before any request.
     type: list
     elements: str
   node_selector:
-    description: Label selector of the candidate nodes; with drift rules, only those that drifted rotate.
+    description:
+      - Label selector of the candidate nodes; with drift rules, only those that drifted rotate.
+      - An empty or blank selector, or one that the API server would not
+        parse, is refused before any request.
     type: str
   target_kubelet_version:
-    description: Rotate candidates whose kubelet is older than this version, for example V(v1.35.0).
+    description:
+      - Rotate candidates whose kubelet is older than this version, for example V(v1.35.0).
+      - Anything but a version (V(latest), an empty string) is refused before any request.
     type: str
   wanted_labels:
-    description: Rotate candidates where one of these labels has another value (an AMI id, a node-group version).
+    description:
+      - Rotate candidates where one of these labels has another value (an AMI id, a node-group version).
+      - Keys must be label keys and values label values, as strings (quote V(2)); others are refused.
     type: dict
     default: {}
   max_node_age:
@@ -64,7 +74,9 @@ options:
     description: Id of the rotation; nodes it already drained or retired are left out.
     type: str
   batch_size:
-    description: Nodes per batch, a count (V(2)) or a percent of the nodes to rotate (V(25%), rounded down, at least 1).
+    description:
+      - Nodes per batch, a count (V(2)) or a percent of the nodes to rotate (V(25%), rounded down, at least 1).
+      - V(0), V(0%) and percents over 100 are refused before any request.
     type: str
     default: "1"
   most_disruptive:
@@ -73,12 +85,16 @@ options:
     choices: [first, last]
     default: last
   pool_node_selector:
-    description: Labels of the nodes the pods move to (the new pool); the warm nodes get them.
+    description:
+      - Labels of the nodes the pods move to (the new pool); the warm nodes get them.
+      - Keys must be label keys and values label values, as strings; others are refused.
     type: dict
     default: {}
   template_capacity:
     description:
       - Allocatable of one node of the new pool (cpu, memory, pods).
+      - It needs all three, each a Kubernetes quantity above 0 (V(3920m), V(15Gi), V(58)); anything else
+        is refused before any request.
       - Without it, O(template_node) or a node matching O(pool_node_selector);
         without any of them, no warm nodes are planned.
     type: dict
@@ -276,13 +292,24 @@ api_requests:
   type: int
 """
 
+import re
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rotation_plan import (
     RotationRequest,
     plan_from_cluster,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    labels_error,
+    names_error,
+    quantities_error,
+    selector_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import workload_from_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
@@ -293,14 +320,37 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation imp
 )
 
 
+def kubelet_version_error(text):
+    """Why ``text`` is not a kubelet version to compare with (v1.35.0, 1.35), or None."""
+    if text and text.strip() and not re.match(r"^v?\d+(\.\d+){0,2}([-+].*)?$", text.strip()):
+        return "target_kubelet_version must be a version like v1.35.0, got %s." % text
+    return None
+
+
 def validated(params):
     """The RotationRequest of the parameters, or InvalidInput before anything is read."""
-    error = count_or_percent_error("batch_size", params["batch_size"])
+    if params["nodes"] == [] and params["node_selector"] is None and not params["zone_counts_of"]:
+        raise InvalidInput("nodes is empty and node_selector is not given: there is no node to plan for.")
+    error = first_error(
+        names_error("nodes", params["nodes"] or None, "node"),
+        selector_error("node_selector", params["node_selector"]),
+        text_error("rotation_id", params["rotation_id"]),
+        text_error("target_kubelet_version", params["target_kubelet_version"]),
+        kubelet_version_error(params["target_kubelet_version"]),
+        text_error("max_node_age", params["max_node_age"]),
+        labels_error("wanted_labels", params["wanted_labels"]),
+        names_error("with_annotations", params["with_annotations"] or None, "annotation"),
+        names_error("with_taints", params["with_taints"] or None, "taint key"),
+        count_or_percent_error("batch_size", params["batch_size"]),
+        labels_error("pool_node_selector", params["pool_node_selector"]),
+        quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
+        text_error("template_node", params["template_node"]),
+        *(text_error("abort_if.%s" % name, value) for name, value in sorted((params["abort_if"] or {}).items())))
+    if error:
+        raise InvalidInput(error)
     bad_keys = [key for key in params["zone_counts_of"] if workload_from_key(key) is None]
     if bad_keys:
         raise InvalidInput("zone_counts_of takes namespace/Kind/name, got %s." % ", ".join(bad_keys))
-    if error:
-        raise InvalidInput(error)
     abort_if = AbortIf(**(params["abort_if"] or {}))
     durations = (("max_node_age", params["max_node_age"]), ("abort_if.pending_pods_for", abort_if.pending_pods_for),
                  ("abort_if.pdb_blocked_for", abort_if.pdb_blocked_for))

@@ -29,14 +29,18 @@ description:
     is gone already is reported as V(gone).
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 options:
   nodes:
-    description: Node names.
+    description:
+      - Node names.
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
     required: true
   rotation_id:
-    description: Id of the rotation.
+    description:
+      - Id of the rotation. An empty or blank id is refused before any request.
     type: str
     required: true
   phase:
@@ -87,13 +91,28 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import record_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import first_error, names_error, text_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES
+
+
+def validated(params):
+    error = first_error(names_error("nodes", params["nodes"], "node", optional=False),
+                        text_error("rotation_id", params["rotation_id"], optional=False))
+    if error:
+        raise InvalidInput(error)
+    return params
 
 
 def main():
     module = kubernetes_module(dict(
+        LEASE_ARGUMENT_SPEC,
         nodes=dict(type="list", elements="str", required=True),
         rotation_id=dict(type="str", required=True),
         phase=dict(type="str", required=True, choices=list(PHASES)),
@@ -106,7 +125,7 @@ def main():
                                module.check_mode)
         return dict(changed=any(entry["changed"] for entry in results), nodes=results)
 
-    run_module(module, record)
+    run_module(module, record, validated)
 
 
 if __name__ == "__main__":

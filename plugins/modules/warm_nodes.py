@@ -31,6 +31,7 @@ description:
     collection created it and no other placeholder set uses it.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 options:
   name:
     description:
@@ -49,7 +50,7 @@ options:
     choices: [present, absent]
     default: present
   count:
-    description: Number of warm nodes wanted.
+    description: Number of warm nodes wanted, 0 or more.
     type: int
   zones:
     description:
@@ -59,6 +60,7 @@ options:
         autoscaler that provisions by zone (Karpenter, one node group per
         zone) brings the nodes up there; the wait counts warm nodes per zone.
         The placeholders of all zones repel each other, one per node.
+      - An empty list, a count below 0 or a zone named twice is refused before any request.
     type: list
     elements: dict
     version_added: 0.2.0
@@ -80,6 +82,7 @@ options:
         pool does not satisfy) divided by the allocatable of a pool node, less
         the DaemonSet pods' requests per node; the tightest of cpu, memory
         and pods decides. RV(computed) shows the arithmetic.
+      - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
   template_capacity:
@@ -87,6 +90,7 @@ options:
       - >-
         Allocatable of one pool node, for O(capacity_for_nodes), for example
         C({cpu: "4", memory: 16Gi, pods: "110"}).
+      - It needs all three, each a Kubernetes quantity above 0; anything else is refused before any request.
     type: dict
   template_node:
     description:
@@ -96,6 +100,7 @@ options:
   node_selector:
     description: >-
       Node selector of the target pool, for example C({karpenter.sh/nodepool: general-v2}).
+      Keys must be label keys and values label values, as strings; others are refused before any request.
     type: dict
     default: {}
   node_affinity:
@@ -110,6 +115,9 @@ options:
     description:
       - Requests of each placeholder. Raise them to reserve real capacity on
         each warm node, not only a slot.
+      - Each must be a Kubernetes quantity of 0 or more (V(10m), V(16Mi)); anything else is refused
+        before any request, so that no namespace or PriorityClass is created for placeholders the
+        API server would refuse.
     type: dict
     default: {cpu: 10m, memory: 16Mi}
   exclude_nodes:
@@ -136,7 +144,8 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds to wait; at the deadline the module fails with the pending placeholders and their events.
+    description:
+      - Seconds to wait, at least 1; at the deadline the module fails with the pending placeholders and their events.
     type: int
     default: 600
 attributes:
@@ -265,17 +274,58 @@ api_requests:
   type: int
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings, ensure_warm_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    labels_error,
+    names_error,
+    number_error,
+    quantities_error,
+    text_error,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
+
+
+def zones_error(zones):
+    """Why the zones option is refused: empty, a count below 0, or a zone named twice."""
+    if zones is None:
+        return None
+    if not zones:
+        return "zones is empty: give at least one zone and its count."
+    seen = set()
+    for index, entry in enumerate(zones, 1):
+        if entry["count"] < 0:
+            return "zones[%d].count must be 0 or more, got %s." % (index, entry["count"])
+        zone = (entry["zone"] or "").strip() or None
+        if zone in seen:
+            return "zones names the zone %s twice." % (zone or "(any zone)")
+        seen.add(zone)
+    return None
 
 
 def validated(params):
-    if params["count"] is not None and params["count"] < 0:
-        raise InvalidInput("count must be 0 or more, got %s." % params["count"])
-    for entry in params["zones"] or ():
-        if entry["count"] < 0:
-            raise InvalidInput("zones needs a count of 0 or more for each zone, got %s." % entry)
+    zones = params["zones"]
+    error = first_error(
+        text_error("name", params["name"], optional=False),
+        text_error("namespace", params["namespace"], optional=False),
+        number_error("count", params["count"], 0),
+        zones_error(zones),
+        names_error("capacity_for_nodes", params["capacity_for_nodes"], "node"),
+        quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
+        text_error("template_node", params["template_node"]),
+        labels_error("node_selector", params["node_selector"]),
+        quantities_error("requests", params["requests"]),
+        names_error("exclude_nodes", params["exclude_nodes"] or None, "node"),
+        text_error("priority_class", params["priority_class"], optional=False),
+        number_error("timeout", params["timeout"], 1))
+    if error:
+        raise InvalidInput(error)
     if params["priority"] >= 0:
         raise InvalidInput("priority must be negative so that real pods preempt the placeholders, got %s."
                            % params["priority"])
@@ -292,6 +342,7 @@ def validated(params):
 def main():
     module = kubernetes_module(
         dict(
+            LEASE_ARGUMENT_SPEC,
             name=dict(type="str", default="warm-nodes"),
             namespace=dict(type="str", default="kubeops-warm"),
             state=dict(type="str", choices=["present", "absent"], default="present"),

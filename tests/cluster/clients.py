@@ -18,6 +18,7 @@ class ClusterClients:
         self.apps = k8s_client.AppsV1Api(self.api_client)
         self.batch = k8s_client.BatchV1Api(self.api_client)
         self.policy = k8s_client.PolicyV1Api(self.api_client)
+        self.coordination = k8s_client.CoordinationV1Api(self.api_client)
 
     def pods(self, namespace, selector=None):
         return self.core.list_namespaced_pod(namespace, label_selector=selector).items

@@ -217,8 +217,20 @@ def start(state, name, cmd, die_with_parent):
     process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                start_new_session=True, preexec_fn=_die_with_parent if die_with_parent else None)
     state["pids"][name] = process.pid
+    state.setdefault("commands", {})[name] = list(cmd)
     save_state(state)
     return process
+
+
+def outage(state_dir, name, seconds):
+    """Kill component ``name`` (SIGKILL, as a crash) and start it again ``seconds`` later, as it was.
+
+    The new process does not die with its parent: the kernel's parent-death signal follows the thread that
+    started it, and a fault test starts it from a thread that ends at once; ``down`` stops it."""
+    state = load_state(state_dir)
+    os.kill(state["pids"][name], signal.SIGKILL)
+    time.sleep(seconds)
+    start(state, name, state["commands"][name], die_with_parent=False)
 
 
 def save_state(state):

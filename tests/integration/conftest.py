@@ -49,10 +49,12 @@ def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):
 
 
 class Cluster(ClusterClients):
-    def __init__(self, kubeconfig, kubectl, has_provisioner):
+    def __init__(self, kubeconfig, kubectl, has_provisioner, state_dir=None):
         super().__init__(kubeconfig)
         self.kubectl_binary = kubectl
         self.has_provisioner = has_provisioner
+        # The local control plane's state, for fault tests that stop a component; None for a cluster of yours.
+        self.state_dir = state_dir
 
     def kubectl(self, *args, check=True):
         return subprocess.run([self.kubectl_binary, "--kubeconfig", self.kubeconfig] + list(args),
@@ -83,7 +85,7 @@ def cluster(tmp_path_factory):
     state = local_cluster.up(state_dir, provisioner_pools=os.path.join(CLUSTER_DIR, "pools.yaml"),
                              die_with_parent=True, python=sys.executable)
     try:
-        yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), True)
+        yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), True, state_dir)
     finally:
         peaks = _peak_memory_kib(state["pids"])
         with open(METRICS_FILE, "w") as handle:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 from kubernetes import watch
@@ -9,6 +10,8 @@ from kubernetes import watch
 PAUSE = "registry.k8s.io/pause:3.10"
 # kwok keeps a deleted pod Terminating this long, like a kubelet stopping it.
 TERMINATION_DELAY = {"pod-delete.stage.kwok.x-k8s.io/delay": "2s"}
+EVICTIONS = re.compile(r'^apiserver_request_total\{(?=[^}]*subresource="eviction")(?=[^}]*resource="pods")'
+                       r'[^}]*code="(\d+)"[^}]*\} (\S+)$', re.M)
 
 
 def pod_spec(node_selector, grace=2, volumes=None, **extra):
@@ -115,12 +118,27 @@ class DisruptionWatcher:
     def _run(self):
         watcher = watch.Watch()
         while not self._stop.is_set():
-            for event in watcher.stream(self.cluster.core.list_namespaced_pod, self.namespace,
-                                        resource_version=self._resource_version, timeout_seconds=1):
-                self._resource_version = event["object"].metadata.resource_version
-                self._record(event["type"], event["object"])
-                if self._stop.is_set():
-                    break
+            try:
+                for event in watcher.stream(self.cluster.core.list_namespaced_pod, self.namespace,
+                                            resource_version=self._resource_version, timeout_seconds=1):
+                    self._resource_version = event["object"].metadata.resource_version
+                    self._record(event["type"], event["object"])
+                    if self._stop.is_set():
+                        break
+            except Exception:  # pylint: disable=broad-except  # the API server went away (fault tests)
+                self._relist()
+
+    def _relist(self):
+        """Start again from a fresh list once the API server answers again."""
+        while not self._stop.wait(0.5):
+            try:
+                listed = self.cluster.core.list_namespaced_pod(self.namespace)
+            except Exception:  # pylint: disable=broad-except  # still away
+                continue
+            self.pods = {pod.metadata.uid: pod for pod in listed.items}
+            self._measure()
+            self._resource_version = listed.metadata.resource_version
+            return
 
     def _record(self, event_type, pod):
         if event_type == "DELETED":
@@ -139,3 +157,15 @@ class DisruptionWatcher:
         for app, count in ready.items():
             self.min_ready[app] = min(self.min_ready.get(app, count), count)
             self.max_terminating[app] = max(self.max_terminating.get(app, 0), terminating[app])
+
+
+def eviction_requests(cluster):
+    """Eviction requests the API server has answered since it started, by HTTP code, from its own /metrics."""
+    counts = {}
+    for code, value in EVICTIONS.findall(cluster.kubectl("get", "--raw", "/metrics").stdout):
+        counts[code] = counts.get(code, 0) + int(float(value))
+    return counts
+
+
+def evictions_since(cluster, before, code="201"):
+    return eviction_requests(cluster).get(code, 0) - before.get(code, 0)

@@ -149,6 +149,7 @@ def test_two_clusters_in_one_inventory(cluster, tmp_path_factory, test_id, tmp_p
             assert pods and {pod.spec.node_name for pod in pods} == {test_id + "-new"}
     finally:
         local_cluster.down(second_dir)
+        cluster.core.delete_node(test_id + "-new")
 
 
 def _small_scenario(kubeconfig, name):

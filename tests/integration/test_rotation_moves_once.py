@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import threading
 import time
@@ -19,7 +18,7 @@ import time
 import pytest
 from ansible_run import run_collection_playbook
 from conftest import delete_pool_nodes, wait_until
-from kube import DisruptionWatcher, deployment, is_ready, pdb, stateful_set
+from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, is_ready, pdb, stateful_set
 from kubernetes.client.rest import ApiException
 
 from fakenodes import fake_node
@@ -28,20 +27,6 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 ZONE = "topology.kubernetes.io/zone"
 CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-EVICTIONS = re.compile(r'^apiserver_request_total\{(?=[^}]*subresource="eviction")(?=[^}]*resource="pods")'
-                       r'[^}]*code="(\d+)"[^}]*\} (\S+)$', re.M)
-
-
-def eviction_requests(cluster):
-    """Eviction requests the API server has answered so far, by HTTP code, from its /metrics."""
-    counts = {}
-    for code, value in EVICTIONS.findall(cluster.kubectl("get", "--raw", "/metrics").stdout):
-        counts[code] = counts.get(code, 0) + int(float(value))
-    return counts
-
-
-def evictions_since(cluster, before, code="201"):
-    return eviction_requests(cluster).get(code, 0) - before.get(code, 0)
 
 
 class Scenario:
@@ -79,6 +64,12 @@ class Scenario:
                    and not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or []))
 
     def add(self, kind, manifest, ready):
+        template = (manifest.get("spec") or {}).get("template")
+        if template:
+            # Only on the old pool or the new one: other tests' nodes must not take this scenario's pods.
+            template["spec"]["affinity"] = dict(template["spec"].get("affinity") or {}, nodeAffinity={
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubeops.io/pool", "operator": "In", "values": [self.pool, "warm"]}]}]}})
         create = {"Deployment": self.cluster.apps.create_namespaced_deployment,
                   "StatefulSet": self.cluster.apps.create_namespaced_stateful_set,
                   "PodDisruptionBudget": self.cluster.policy.create_namespaced_pod_disruption_budget,

@@ -5,6 +5,7 @@ import pytest
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import (
     MAX_RETRY_DELAY,
+    RETRY_BUDGET_SECONDS,
     build_configuration,
     default_kubeconfig_path,
     retry_delay,
@@ -41,19 +42,24 @@ def authorization(configuration):
     return settings["value"]
 
 
-def test_reads_are_retried_with_growing_backoff_then_given_up():
-    delays = [retry_delay("GET", attempt, 503) for attempt in range(1, 6)]
-    assert delays == [0.5, 1.0, 2.0, None, None]
+def test_reads_are_retried_with_growing_backoff_until_the_budget_is_spent():
+    delays = [retry_delay("GET", attempt, 503) for attempt in range(1, 8)]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0]
+    assert retry_delay("GET", 9, 503, waited=RETRY_BUDGET_SECONDS - 1) == 5.0
+    assert retry_delay("GET", 10, 503, waited=RETRY_BUDGET_SECONDS) is None
 
 
-def test_writes_are_never_retried_by_the_client():
+def test_writes_are_retried_only_when_they_never_reached_the_server():
     assert retry_delay("POST", 1, 503) is None
     assert retry_delay("PATCH", 1) is None
+    assert retry_delay("POST", 1, sent=False) == 0.5
+    assert retry_delay("POST", 1, 503, sent=False) is None
 
 
 def test_only_transient_statuses_are_retried():
     assert retry_delay("GET", 1, 404) is None
-    assert retry_delay("GET", 1, 500) is None
+    assert retry_delay("GET", 1, 409) is None
+    assert retry_delay("GET", 1, 500) == 0.5
     assert retry_delay("GET", 1, 429) == 0.5
     assert retry_delay("GET", 1, None) == 0.5
 

@@ -4,10 +4,14 @@ import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import (
     expression_matches,
+    field_selector_text_error,
+    label_key_error,
+    label_value_error,
     labels_match,
     labels_text,
     selector_matches,
     selector_text,
+    selector_text_error,
 )
 
 LABELS = {"app": "web", "tier": "front"}
@@ -96,3 +100,81 @@ def test_node_selector_terms_read_match_fields_and_an_empty_term_selects_nothing
     assert node_selector_term_matches(by_name, {}, {"metadata.name": "n1"})
     assert not node_selector_term_matches(by_name, {}, {"metadata.name": "n2"})
     assert not node_selector_term_matches({}, {"a": "1"}, {"metadata.name": "n1"})
+
+
+@pytest.mark.parametrize("text", [
+    "", "app=web", "app==web", "app!=web", "app", "!legacy", "app=", "a=,b", "tier in (a,b)", "tier notin (a)",
+    "x in (a,)", "x notin (in)", "gen>5", "gen < -3", "karpenter.sh/nodepool=general", " app = web , !b ",
+    "app=web,tier in (a,b),!legacy", "kubeops.io/test=t1a2b3", "a.b-c_d=V.1-2_3",
+])
+def test_selectors_the_api_server_takes_are_valid(text):
+    assert selector_text_error(text) is None
+
+
+def test_every_selector_the_collection_writes_is_valid():
+    selector = {"matchLabels": {"tier": "front", "app": "web"}, "matchExpressions": [
+        {"key": "zone", "operator": "In", "values": ["a", "b"]},
+        {"key": "env", "operator": "NotIn", "values": ["dev"]},
+        {"key": "gpu", "operator": "Exists"},
+        {"key": "legacy", "operator": "DoesNotExist"}]}
+    assert selector_text_error(selector_text(selector)) is None
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("app in (a", 'the list after "app in" has no closing ")"'),
+    ("=x", 'it needs a label key where "=" is'),
+    ("a==b==c", '"==" follows a==b where "," or the end should be'),
+    ("a b", '"b" follows the key a where an operator (=, ==, !=, in, notin, <, >) should be'),
+    ("a=b,", 'a label key must follow the "," after a=b'),
+    (",a", 'it needs a label key where "," is'),
+    ("!a=b", '"=" follows !a where "," or the end should be'),
+    ("!", '"!" must be followed by a label key'),
+    ("a in ()", "a in () has no values"),
+    ("a in a", "a in needs its values in parentheses, like a in (a,b)"),
+    ("a in (a b)", '"b" follows the value a of a in where "," or ")" should be'),
+    ("a in (=)", '"=" is among the values of a in'),
+    ("a>b", "a > needs a whole number after it"),
+    ("a=(b)", '"(" follows a= where a value should be'),
+    ("in=5", 'it needs a label key where "in" is'),
+    ("a=b c", '"c" follows a=b where "," or the end should be'),
+])
+def test_malformed_selectors_say_where_and_what(text, reason):
+    assert selector_text_error(text) == reason
+
+
+@pytest.mark.parametrize("text", ["a=-x", "a in (ok,-bad)", "Bad_/x=1", "a/b/c=1", "%s=1" % ("k" * 64),
+                                  "a=%s" % ("v" * 64), "/a=1"])
+def test_keys_and_values_the_api_server_refuses_are_malformed(text):
+    assert "label" in selector_text_error(text)
+
+
+def test_label_keys_and_values_follow_the_api_servers_rules():
+    assert label_key_error("app") is None
+    assert label_key_error("karpenter.sh/nodepool") is None
+    assert label_key_error("") == "a label key cannot be empty"
+    assert label_key_error(None) == "a label key cannot be empty"
+    assert "prefix" in label_key_error("Karpenter.SH/nodepool")
+    assert "at most 63" in label_key_error("-app")
+    assert label_value_error("") is None
+    assert label_value_error("general-v2") is None
+    assert "at most 63" in label_value_error("v" * 64)
+    assert "at most 63" in label_value_error("web-")
+    assert label_value_error(2) == "the label value 2 is not a string (quote it)"
+    assert label_value_error(True) == "the label value True is not a string (quote it)"
+
+
+@pytest.mark.parametrize("text", ["", "status.phase=Running", "status.phase!=Running,spec.nodeName=n1",
+                                  "spec.nodeName==n1", "a=b,", "metadata.name=a\\,b", "a=b\\=c"])
+def test_field_selectors_the_api_server_takes_are_valid(text):
+    assert field_selector_text_error(text) is None
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("status.phase", "status.phase is not field=value, field==value or field!=value"),
+    ("=Running", '"" in =Running is not a field name like status.phase'),
+    ("status phase=Running", '"status phase" in status phase=Running is not a field name like status.phase'),
+    ("a=b\\", "it ends with a lone \\"),
+    ("a=\\x", "\\x is not an escape (a field selector knows \\\\ \\, \\=)"),
+])
+def test_malformed_field_selectors_say_what(text, reason):
+    assert field_selector_text_error(text) == reason

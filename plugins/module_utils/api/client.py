@@ -35,30 +35,47 @@ except ImportError as exc:  # reported by the module through missing_required_li
 else:
     KUBERNETES_IMPORT_ERROR = None
 
-TRANSIENT_STATUSES = frozenset([429, 502, 503, 504])
+TRANSIENT_STATUSES = frozenset([429, 500, 502, 503, 504])
 READ_METHODS = frozenset(["GET", "HEAD"])
-MAX_ATTEMPTS = 4
-MAX_RETRY_DELAY = 10.0
+MAX_RETRY_DELAY = 5.0
+# How long one request is repeated through transient faults: an API server restart (about 10 s) fits.
+RETRY_BUDGET_SECONDS = 45.0
+# Before the API server has answered once (a wrong host, or a task started during an outage), less.
+FIRST_CONTACT_BUDGET_SECONDS = 15.0
 
 
-def retry_delay(method, attempt, status=None, retry_after=None):
+def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent=True,
+                budget=RETRY_BUDGET_SECONDS):
     """Seconds to wait before repeating a request that failed, or None to give up.
 
-    Only reads are repeated: a write that timed out may have been applied, so
-    its caller decides. ``status`` is None for a connection error. Backoff is
-    0.5 s, 1 s, 2 s, ...; a server's Retry-After wins when it is longer.
+    Reads are repeated on a transient status or a connection fault; a write
+    only when it never reached the server (``sent`` false: the connection was
+    refused), since a write that failed on the way back may have been applied
+    and its caller decides. ``status`` is None for a connection fault. Backoff
+    is 0.5 s, 1 s, 2 s, ... up to 5 s (a server's longer Retry-After wins),
+    while the delays so far, ``waited``, stay within ``budget``.
     """
-    if method.upper() not in READ_METHODS or attempt >= MAX_ATTEMPTS:
+    if method.upper() not in READ_METHODS and (status is not None or sent):
         return None
     if status is not None and status not in TRANSIENT_STATUSES:
         return None
-    delay = 0.5 * 2 ** (attempt - 1)
+    if waited >= budget:
+        return None
+    delay = 0.5 * 2 ** min(attempt - 1, 4)
     if retry_after:
         try:
             delay = max(delay, float(retry_after))
         except ValueError:
             pass
     return min(delay, MAX_RETRY_DELAY)
+
+
+def never_sent(exc):
+    """Whether a urllib3 fault happened before the request reached the server (refused, connect timeout)."""
+    reason = getattr(exc, "reason", None)
+    return isinstance(exc, urllib3.exceptions.NewConnectionError) or \
+        isinstance(reason, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)) or \
+        isinstance(exc, urllib3.exceptions.ConnectTimeoutError)
 
 
 def default_kubeconfig_path(environ=None):
@@ -77,6 +94,10 @@ if k8s_client is not None:
             super().__init__(configuration)
             self.request_count = 0
             self._count_lock = threading.Lock()
+            # Called once, just before the first write: the Lease is taken there (engine.lease).
+            self.before_first_write = None
+            # Whether the API server has answered once: until then a refused connection is not retried long.
+            self.answered = False
             self._sleep = sleep
             self._impersonation = []
             if impersonate_user:
@@ -95,24 +116,32 @@ if k8s_client is not None:
 
         def request(self, method, url, query_params=None, headers=None, **kwargs):
             headers = self._headers(headers)
-            attempt = 0
+            if method.upper() not in READ_METHODS and self.before_first_write:
+                first_write, self.before_first_write = self.before_first_write, None
+                first_write()
+            attempt, waited = 0, 0.0
             while True:
                 attempt += 1
                 with self._count_lock:  # rollout restarts make requests from several threads
                     self.request_count += 1
                 try:
-                    return super().request(method, url, query_params=query_params, headers=headers, **kwargs)
+                    response = super().request(method, url, query_params=query_params, headers=headers, **kwargs)
+                    self.answered = True
+                    return response
                 except ApiException as exc:
+                    self.answered = True
                     retry_after = (exc.headers or {}).get("Retry-After")
-                    delay = retry_delay(method, attempt, exc.status, retry_after)
+                    delay = retry_delay(method, attempt, exc.status, retry_after, waited)
                     if delay is None:
                         raise
                 except urllib3.exceptions.HTTPError as exc:
-                    delay = retry_delay(method, attempt)
+                    budget = RETRY_BUDGET_SECONDS if self.answered else FIRST_CONTACT_BUDGET_SECONDS
+                    delay = retry_delay(method, attempt, waited=waited, sent=not never_sent(exc), budget=budget)
                     if delay is None:
                         raise ConnectionFailed(
                             "Cannot reach the API server at %s: %s" % (self.configuration.host, exc))
                 self._sleep(delay)
+                waited += delay
 
 
 def build_configuration(params):
@@ -189,6 +218,7 @@ class Client:
         self.version = k8s_client.VersionApi(api_client)
         self.authentication = k8s_client.AuthenticationV1Api(api_client)
         self.scheduling = k8s_client.SchedulingV1Api(api_client)
+        self.coordination = k8s_client.CoordinationV1Api(api_client)
 
     @property
     def request_count(self):

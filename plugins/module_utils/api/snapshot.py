@@ -20,7 +20,15 @@ RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs ow
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
-    """The pods to judge and the names of the selected nodes, listed once for the whole call."""
+    """The pods to judge and the names of the selected nodes, listed once for the whole call.
+
+    A named node or namespace that does not exist is NotFound: a drain of a
+    misspelt namespace must not look like a drain with nothing to do.
+    """
+    unknown = [namespace for namespace in namespaces or ()
+               if client.read_or_none(client.core.read_namespace, namespace) is None]
+    if unknown:
+        raise NotFound("No namespace named %s; nothing was changed." % ", ".join(sorted(unknown)))
     node_names = []
     if nodes or node_selector:
         found, missing = client.read_nodes(nodes, node_selector)

@@ -11,13 +11,15 @@ import math
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 
 try:
+    import urllib3
     from kubernetes import watch as k8s_watch
 except ImportError:  # reported by the module through missing_required_lib
     k8s_watch = None
 
 
 class WatchExpired(Exception):
-    """The watch's resourceVersion is too old (410 Gone): list again, then watch from the new one."""
+    """The watch's resourceVersion is too old (410 Gone) or its stream broke: list again, then watch from
+    the new one."""
 
 
 def watch(client, list_method, resource_version, timeout, **kwargs):
@@ -40,6 +42,10 @@ def watch(client, list_method, resource_version, timeout, **kwargs):
         if exc.status == 410:
             raise WatchExpired()
         raise
+    except urllib3.exceptions.HTTPError:
+        # The stream broke (the API server restarted, "Response ended prematurely"): what was missed is
+        # found by listing again, as after a 410.
+        raise WatchExpired()
     finally:
         watcher.stop()
 

@@ -17,7 +17,11 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_message
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import (
+    ApiException,
+    ConnectionFailed,
+    api_message,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
     WatchExpired,
     list_resource_version,
@@ -64,6 +68,8 @@ class PodState:
     detail: str = ""
     pdbs: list = field(default_factory=list)
     verb: str = "evicted"
+    # The last request may have been applied: the API server's answer was lost.
+    uncertain: bool = False
 
     @property
     def pod(self):
@@ -196,8 +202,10 @@ class EvictionRun:
         options = {"preconditions": {"uid": metadata["uid"]}}
         if self.settings.grace_period is not None:
             options["gracePeriodSeconds"] = self.settings.grace_period
-        state.attempts += 1
         deleting = state.plan.verdict.action == "delete" or self.settings.disable_eviction
+        if state.uncertain and self._already_removed(state):
+            return self._removed(state, deleting)
+        state.attempts += 1
         try:
             if deleting:
                 self.client.core.delete_namespaced_pod(metadata["name"], metadata["namespace"], body=options)
@@ -206,6 +214,13 @@ class EvictionRun:
                     "apiVersion": "policy/v1", "kind": "Eviction",
                     "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
                     "deleteOptions": options})
+        except ConnectionFailed as exc:
+            # The API server went away mid-request: try again once it is back, first checking whether
+            # the eviction was applied, so that no pod is evicted twice.
+            state.uncertain = True
+            state.next_try = self.clock() + backoff(state.attempts, self.rng)
+            state.detail = "retrying: %s" % exc
+            return "retry"
         except ApiException as exc:
             message = api_message(exc)
             if exc.status == 429:
@@ -222,6 +237,19 @@ class EvictionRun:
             else:
                 state.detail = message
             return "done"
+        return self._removed(state, deleting)
+
+    def _already_removed(self, state):
+        """Whether the pod is gone or being deleted (a request whose answer was lost had been applied)."""
+        metadata = state.pod["metadata"]
+        current = self.client.read_or_none(self.client.core.read_namespaced_pod, metadata["name"],
+                                           metadata["namespace"])
+        return current is None or current["metadata"].get("uid") != metadata["uid"] or \
+            bool(current["metadata"].get("deletionTimestamp"))
+
+    def _removed(self, state, deleting):
+        """Count the eviction (or deletion) the API server accepted and tell the hooks."""
+        state.uncertain = False
         self.evictions += 1
         if self.settings.limits.max_unavailable_per_owner is not None:
             self.replicas_this_pass.pop(self._workload_of(state.pod), None)

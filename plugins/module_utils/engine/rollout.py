@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WatchExpired, watch
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     deployment_of,
@@ -87,9 +88,7 @@ class RolloutRestart:
         obj = self.read(progress)
         needed, reason = restart_plan(obj, self.restart_id, self.restarted_after)
         if needed:
-            body = restart_patch(utc_now(), self.restart_id)
-            obj = self.client.to_dict(kind_api(self.client, workload.kind).patch(workload.name, workload.namespace,
-                                                                                 body))
+            obj = self.patch(progress)
             progress.action = "restarted"
         else:
             progress.action = "already_restarted"
@@ -100,6 +99,22 @@ class RolloutRestart:
             if status.state == "done" and self.avoid_nodes:
                 progress.landed_on_avoided_nodes = self.pods_on_avoided_nodes(workload, obj)
         progress.seconds = round(self.clock() - started, 2)
+
+    def patch(self, progress):
+        """Restart the workload; when the API server went away mid-request and a restart id tells whether
+        the patch was applied, read it again and patch only if it was not, so that it restarts once."""
+        workload = progress.workload
+        body = restart_patch(utc_now(), self.restart_id)
+        patch = kind_api(self.client, workload.kind).patch
+        try:
+            return self.client.to_dict(patch(workload.name, workload.namespace, body))
+        except ConnectionFailed:
+            if not self.restart_id:
+                raise
+            obj = self.read(progress)
+            if not restart_plan(obj, self.restart_id)[0]:
+                return obj
+            return self.client.to_dict(patch(workload.name, workload.namespace, body))
 
     def wait_for_rollout(self, progress, obj, deadline):
         """Watch the workload until its rollout is done, stuck, or ``deadline`` passes."""

@@ -34,5 +34,9 @@ WARM_SET_LABEL = "kubeops.io/warm-set"
 WARM_ZONE_LABEL = "kubeops.io/warm-zone"
 PLACEHOLDER_SPEC = "kubeops.io/placeholder-spec"
 STEERING_TAINT_KEY = "kubeops.io/rebalancing"
+# The one Lease per cluster that a rotation, a rebalance pass or a drain holds while it changes anything.
+LEASE_NAME = "kubeops-rotation"
+LEASE_NAMESPACE = "kube-system"
+LEASE_RUN_ID = "kubeops.io/run-id"
 # On every node of a rotation from its start, PreferNoSchedule: no moved pod lands on a node that goes later.
 ROTATING_TAINT_KEY = "kubeops.io/rotating"

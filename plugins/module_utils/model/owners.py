@@ -67,3 +67,20 @@ def owner_of(pod, replica_set_owners):
         if deployment:
             return Workload("Deployment", namespace, deployment)
     return Workload(owner["kind"], namespace, owner["name"])
+
+
+class OwnerCache:
+    """owner_of for many pods: the Workload is worked out once per controller, not once per pod."""
+
+    def __init__(self, replica_set_owners):
+        self.replica_set_owners = replica_set_owners
+        self._known = {}
+
+    def owner_of(self, pod):
+        controller = controller_of(pod)
+        if not controller:
+            return None
+        reference = (pod["metadata"]["namespace"], controller["kind"], controller["name"])
+        if reference not in self._known:
+            self._known[reference] = owner_of(pod, self.replica_set_owners)
+        return self._known[reference]

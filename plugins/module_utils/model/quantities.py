@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 RESOURCES = ("cpu", "memory", "pods")
@@ -14,6 +15,8 @@ _SUFFIXES = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 
+# A cluster has few distinct quantities and plans parse them once per pod and node.
+@functools.lru_cache(maxsize=4096, typed=True)
 def parse_quantity(text):
     """A Kubernetes quantity ("100m", "16Gi", "2", "1e3") as a number of base units (cores, bytes, pods)."""
     match = _QUANTITY.match(str(text).strip())
@@ -32,17 +35,25 @@ def pod_requests(pod):
     """Requests of a pod as the scheduler counts them: the sum of its containers, or its largest
     init container when that is larger, plus its overhead; every pod counts 1 against "pods"."""
     spec = pod.get("spec") or {}
-    totals = {"cpu": 0.0, "memory": 0.0}
-    for container in spec.get("containers") or []:
-        for resource, value in ((container.get("resources") or {}).get("requests") or {}).items():
-            if resource in totals:
-                totals[resource] += parse_quantity(value)
-    for container in spec.get("initContainers") or []:
-        for resource, value in ((container.get("resources") or {}).get("requests") or {}).items():
-            if resource in totals:
-                totals[resource] = max(totals[resource], parse_quantity(value))
-    for resource, value in (spec.get("overhead") or {}).items():
-        if resource in totals:
-            totals[resource] += parse_quantity(value)
-    totals["pods"] = 1.0
-    return totals
+    cpu = memory = 0.0
+    for container in spec.get("containers") or ():
+        requests = (container.get("resources") or {}).get("requests")
+        if requests:
+            if "cpu" in requests:
+                cpu += parse_quantity(requests["cpu"])
+            if "memory" in requests:
+                memory += parse_quantity(requests["memory"])
+    for container in spec.get("initContainers") or ():
+        requests = (container.get("resources") or {}).get("requests")
+        if requests:
+            if "cpu" in requests:
+                cpu = max(cpu, parse_quantity(requests["cpu"]))
+            if "memory" in requests:
+                memory = max(memory, parse_quantity(requests["memory"]))
+    overhead = spec.get("overhead")
+    if overhead:
+        if "cpu" in overhead:
+            cpu += parse_quantity(overhead["cpu"])
+        if "memory" in overhead:
+            memory += parse_quantity(overhead["memory"])
+    return {"cpu": cpu, "memory": memory, "pods": 1.0}

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def expression_matches(expression, labels):
     key, operator = expression["key"], expression["operator"]
@@ -57,6 +59,13 @@ def selector_matches(selector, labels):
     return all(expression_matches(expression, labels) for expression in selector.get("matchExpressions") or [])
 
 
+def index_label(selector):
+    """One (key, value) that all labels ``selector`` selects hold (the first of its matchLabels), by which
+    indexes look up what it may select; None when it has no matchLabels."""
+    match_labels = (selector or {}).get("matchLabels") or {}
+    return min(match_labels.items()) if match_labels else None
+
+
 def labels_match(wanted, labels):
     """Whether ``labels`` hold every key and value of ``wanted`` (a nodeSelector, a ReplicationController's
     selector)."""
@@ -85,3 +94,173 @@ def selector_text(selector):
 def labels_text(labels):
     """The label selector text ("a=1,b=2") that selects exactly ``labels``; "" for none."""
     return selector_text({"matchLabels": labels or {}})
+
+
+# What the API server accepts, as in k8s.io/apimachinery (validation and labels/selector.go).
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SYMBOLS = ("!=", "==", "=", "!", "(", ")", ",", "<", ">")
+_OPERATORS = ("=", "==", "!=", "in", "notin", "<", ">")
+_FIELD = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
+
+
+def label_key_error(key):
+    """Why ``key`` is not a label key ("app", "karpenter.sh/nodepool"), or None."""
+    if not isinstance(key, str) or not key:
+        return "a label key cannot be empty"
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return "the prefix of the label key %s is not a DNS subdomain (like karpenter.sh)" % key
+    if len(name) > 63 or not _NAME.match(name):
+        return "the label key %s must be at most 63 letters, digits, '-', '_' or '.', starting and ending " \
+               "with a letter or digit, after an optional prefix/" % key
+    return None
+
+
+def label_value_error(value):
+    """Why ``value`` is not a label value ("web", "", "v1.2_a"), or None."""
+    if not isinstance(value, str):
+        return "the label value %s is not a string (quote it)" % (value,)
+    if value and (len(value) > 63 or not _NAME.match(value)):
+        return "the label value %s must be at most 63 letters, digits, '-', '_' or '.', starting and ending " \
+               "with a letter or digit" % value
+    return None
+
+
+def _selector_tokens(text):
+    """(kind, text, start, end) of each token of a label selector, as the API server's lexer cuts it:
+    symbols, the keywords in and notin, and identifiers (anything else up to a space or a symbol)."""
+    tokens, index = [], 0
+    while index < len(text):
+        if text[index].isspace():
+            index += 1
+            continue
+        symbol = next((s for s in _SYMBOLS if text.startswith(s, index)), None)
+        if symbol:
+            tokens.append((symbol, symbol, index, index + len(symbol)))
+            index += len(symbol)
+            continue
+        end = index
+        while end < len(text) and not text[end].isspace() and not any(text.startswith(s, end) for s in _SYMBOLS):
+            end += 1
+        word = text[index:end]
+        tokens.append((word if word in ("in", "notin") else "identifier", word, index, end))
+        index = end
+    tokens.append(("end", "", len(text), len(text)))
+    return tokens
+
+
+def selector_text_error(text):
+    """Why ``text`` is not a label selector the API server would take ("app=web,tier in (a,b),!legacy",
+    "gen>5"), in words, or None. An empty text is valid (it selects everything); callers that must not
+    select everything refuse it themselves."""
+    tokens = _selector_tokens(str(text))
+    position = 0
+    while tokens[position][0] != "end":
+        start = tokens[position]
+        error, position = _requirement_error(tokens, position)
+        if error:
+            return error
+        written = str(text)[start[2]:tokens[position - 1][3]]
+        kind, found = tokens[position][0], tokens[position][1]
+        if kind == ",":
+            position += 1
+            if tokens[position][0] not in ("identifier", "!"):
+                return "a label key must follow the \",\" after %s" % written
+        elif kind != "end":
+            return "\"%s\" follows %s where \",\" or the end should be" % (found, written)
+    return None
+
+
+def _requirement_error(tokens, position):
+    """(why the requirement at ``position`` is wrong or None, position after it)."""
+    kind, found = tokens[position][0], tokens[position][1]
+    if kind == "!":
+        position += 1
+        if tokens[position][0] != "identifier":
+            return "\"!\" must be followed by a label key", position
+        return label_key_error(tokens[position][1]), position + 1
+    if kind != "identifier":
+        return "it needs a label key where \"%s\" is" % found, position
+    key = found
+    error = label_key_error(key)
+    if error:
+        return error, position
+    position += 1
+    operator = tokens[position][0]
+    if operator in (",", "end"):
+        return None, position
+    if operator not in _OPERATORS:
+        return "\"%s\" follows the key %s where an operator (=, ==, !=, in, notin, <, >) should be" % (
+            tokens[position][1], key), position
+    position += 1
+    if operator in ("in", "notin"):
+        return _values_error(tokens, position, key, operator)
+    kind, value = tokens[position][0], tokens[position][1]
+    if operator in ("<", ">"):
+        if kind not in ("identifier", "in", "notin") or not re.match(r"^-?\d+$", value):
+            return "%s %s needs a whole number after it" % (key, operator), position
+        return None, position + 1
+    if kind in (",", "end"):
+        return None, position
+    if kind not in ("identifier", "in", "notin"):
+        return "\"%s\" follows %s%s where a value should be" % (value, key, operator), position
+    return label_value_error(value), position + 1
+
+
+def _values_error(tokens, position, key, operator):
+    if tokens[position][0] != "(":
+        return "%s %s needs its values in parentheses, like %s %s (a,b)" % (key, operator, key, operator), position
+    position += 1
+    values = []
+    while True:
+        kind, value = tokens[position][0], tokens[position][1]
+        if kind == ")":
+            if not values:
+                return "%s %s () has no values" % (key, operator), position
+            return next((label_value_error(v) for v in values if label_value_error(v)), None), position + 1
+        if kind == "end":
+            return "the list after \"%s %s\" has no closing \")\"" % (key, operator), position
+        if kind == ",":
+            values.append("")
+            position += 1
+            continue
+        if kind not in ("identifier", "in", "notin"):
+            return "\"%s\" is among the values of %s %s" % (value, key, operator), position
+        values.append(value)
+        position += 1
+        if tokens[position][0] not in (",", ")", "end"):
+            return "\"%s\" follows the value %s of %s %s where \",\" or \")\" should be" % (
+                tokens[position][1], value, key, operator), position
+
+
+def field_selector_text_error(text):
+    """Why ``text`` is not a field selector ("status.phase=Running,spec.nodeName!=n1"), in words, or None.
+    Terms are split at commas not escaped with a backslash; each is field=value, field==value or
+    field!=value."""
+    terms, current, escaped = [], "", False
+    for char in str(text):
+        if escaped:
+            if char not in "\\,=":
+                return "\\%s is not an escape (a field selector knows \\\\ \\, \\=)" % char
+            current += "\\" + char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ",":
+            terms.append(current)
+            current = ""
+        else:
+            current += char
+    if escaped:
+        return "it ends with a lone \\"
+    terms.append(current)
+    for term in terms:
+        if not term.strip():
+            continue
+        field = re.split(r"!=|==|=", term, maxsplit=1)
+        if len(field) < 2:
+            return "%s is not field=value, field==value or field!=value" % term
+        if not _FIELD.match(field[0]):
+            return "\"%s\" in %s is not a field name like status.phase" % (field[0], term)
+    return None

@@ -15,6 +15,14 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _FRACTION = re.compile(r"\.\d+")
 
 
+MICRO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def micro_time(moment):
+    """An aware datetime as the API writes a MicroTime (a Lease's renewTime)."""
+    return moment.astimezone(datetime.timezone.utc).strftime(MICRO_FORMAT)
+
+
 def utc_now():
     """Now, as the API writes times, for example 2026-12-03T06:00:00Z."""
     return datetime.datetime.now(datetime.timezone.utc).strftime(FORMAT)

@@ -12,6 +12,10 @@ rebalance plan place pods through ``Room``, so both agree on what fits.
 
 from __future__ import annotations
 
+import bisect
+import json
+import types
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     node_labels,
@@ -26,6 +30,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities 
     resource_amounts,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import (
+    index_label,
     labels_match,
     node_selector_term_matches,
     selector_matches,
@@ -113,11 +118,133 @@ def domain_counts(pod, constraint, nodes, pods_by_node):
     return counts
 
 
+NO_MATCH = "no node matches its node selector, affinity or tolerations"
+
+
+class DomainCounts:
+    """Pods per domain of one topology spread constraint, and the smallest count, kept up to date one
+    pod and one domain at a time instead of counted again: ``counts`` is what domain_counts would say."""
+
+    def __init__(self, domains=()):
+        self.counts = dict.fromkeys(domains, 0)
+        self.min = 0
+        # count -> how many domains have it, so that the smallest count is known without a scan.
+        self._domains_at = {0: len(self.counts)} if self.counts else {}
+
+    def open(self, domain):
+        """A domain that had no eligible node has one now."""
+        self.counts[domain] = 0
+        self._tally(0, 1)
+        self.min = 0
+
+    def close(self, domain):
+        """A domain has no eligible node left (nor pods, which went with its nodes)."""
+        count = self.counts.pop(domain)
+        self._tally(count, -1)
+        if count == self.min and count not in self._domains_at:
+            self.min = min(self._domains_at) if self._domains_at else 0
+
+    def step(self, domain, delta):
+        """One pod (``delta`` 1) more or (-1) fewer in ``domain``."""
+        count = self.counts[domain]
+        self.counts[domain] = count + delta
+        self._tally(count, -1)
+        self._tally(count + delta, 1)
+        if delta < 0:
+            self.min = min(self.min, count + delta)
+        elif count == self.min and count not in self._domains_at:
+            self.min = count + delta
+
+    def _tally(self, count, delta):
+        left = self._domains_at.get(count, 0) + delta
+        if left:
+            self._domains_at[count] = left
+        else:
+            del self._domains_at[count]
+
+
+class _Spread:
+    """The DomainCounts of one constraint (namespace, selector, topology key) for the pods of one node
+    affinity, over the eligible nodes ``domains`` (name -> domain) that it shares with other constraints."""
+
+    def __init__(self, selector, eligible):
+        self.selector = selector
+        self.domains = eligible.domains
+        self.counts = DomainCounts(eligible.nodes_in)
+
+    def pod_changed(self, labels, name, delta):
+        domain = self.domains.get(name)
+        if domain is not None and selector_matches(self.selector, labels):
+            self.counts.step(domain, delta)
+
+
+class _Eligible:
+    """The nodes (``domains``, name -> domain of ``topology_key``) that the node affinity of ``sample``
+    selects, how many there are per domain (``nodes_in``), and the _Spreads counted over them."""
+
+    def __init__(self, sample, topology_key, nodes):
+        self.sample = sample
+        self.topology_key = topology_key
+        self.domains = {}
+        self.nodes_in = {}
+        self.spreads = []
+        for node in nodes:
+            self.node_added(node)
+
+    def node_added(self, node):
+        domain = node_labels(node).get(self.topology_key)
+        if domain is None or not matches_node_affinity(self.sample, node):
+            return
+        self.domains[node_name(node)] = domain
+        self.nodes_in[domain] = self.nodes_in.get(domain, 0) + 1
+        if self.nodes_in[domain] == 1:
+            for spread in self.spreads:
+                spread.counts.open(domain)
+
+    def node_removed(self, name):
+        domain = self.domains.pop(name, None)
+        if domain is None:
+            return
+        self.nodes_in[domain] -= 1
+        if not self.nodes_in[domain]:
+            del self.nodes_in[domain]
+            for spread in self.spreads:
+                spread.counts.close(domain)
+
+
+class _Facts:
+    """What the fit checks read of one pod, worked out once: the keys of its node affinity (alone, and
+    with its tolerations), its hostname anti-affinity selectors, and its DoNotSchedule constraints each
+    with the key of its counts."""
+
+    def __init__(self, pod):
+        spec = pod.get("spec") or {}
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution") or {}
+        self.affinity = json.dumps([spec.get("nodeSelector") or {}, required.get("nodeSelectorTerms") or []],
+                                   sort_keys=True)
+        self.acceptance = self.affinity + json.dumps(spec.get("tolerations") or [], sort_keys=True)
+        self.anti_affinity = hostname_anti_affinity_selectors(pod)
+        self.spreads = [(constraint, _spread_key(pod, constraint, self.affinity))
+                        for constraint in hard_spread_constraints(pod)]
+
+
+def _spread_key(pod, constraint, affinity):
+    """What a constraint's counts depend on: the pod's namespace, the constraint's topology key and
+    selector, and the pod's node affinity (``affinity``, as _Facts keys it)."""
+    return (pod["metadata"]["namespace"], constraint.get("topologyKey"),
+            json.dumps(constraint.get("labelSelector") or {}, sort_keys=True), affinity)
+
+
 class Room:
     """What the nodes have free and who runs there, as pods are placed on them or taken off. Pure.
 
     ``nodes`` are the nodes pods may be placed on; ``resident_pods`` are the
-    pods already on them.
+    pods already on them. Nodes may come and go too (``add_node``,
+    ``remove_node``), so that one Room serves a whole plan. What the checks
+    need is indexed as it is first asked for and then kept up to date:
+    requests per pod, pods by label, pods by key, nodes by free cpu, and the
+    counts of each topology spread constraint.
     """
 
     def __init__(self, nodes, resident_pods):
@@ -127,40 +254,330 @@ class Room:
         for name, node in self.nodes.items():
             self.allocatable[name] = resource_amounts((node.get("status") or {}).get("allocatable"))
         self.free = {name: dict(allocatable) for name, allocatable in self.allocatable.items()}
+        # Caches by id(pod) hold the pod too, so that an id is never reused while it is a key.
+        self._requests = {}
+        self._facts = {}
+        self._accepts = {name: {} for name in self.nodes}
+        self._accepting = {}
+        # Label key (None: any) -> (namespace, value) -> (pods, their node names), two lists rather than a
+        # container per pod; a key is indexed once asked for.
+        self._labelled = {}
+        self._located = None
+        self._by_free_cpu = None
+        self._by_domain = {}
+        self._eligible = {}
+        self._spreads = {}
+        self._watching = {}
+        # add() without indexes to keep up to date yet, nor caching requests that most pods never need again.
         for pod in resident_pods:
             name = node_of(pod)
             if name in self.nodes:
-                self.add(pod, name)
+                free = self.free[name]
+                for resource, value in pod_requests(pod).items():
+                    free[resource] -= value
+                self.pods_by_node[name].append(pod)
+
+    # -- pods and nodes coming and going ------------------------------------
 
     def add(self, pod, name):
-        for resource, value in pod_requests(pod).items():
-            self.free[name][resource] -= value
+        self._free_changes(name, pod, -1)
         self.pods_by_node[name].append(pod)
+        self._file(pod, name, 1)
 
     def remove(self, pod, name):
-        for resource, value in pod_requests(pod).items():
-            self.free[name][resource] += value
+        self._free_changes(name, pod, 1)
         key = pod_key(pod)
-        self.pods_by_node[name] = [other for other in self.pods_by_node[name] if pod_key(other) != key]
+        kept, gone = [], []
+        for other in self.pods_by_node[name]:
+            (gone if pod_key(other) == key else kept).append(other)
+        self.pods_by_node[name] = kept
+        for other in gone:
+            self._file(other, name, -1)
+
+    def add_node(self, node):
+        """A node that was not in the Room, empty."""
+        name = node["metadata"]["name"]
+        self.nodes[name] = node
+        self.allocatable[name] = resource_amounts((node.get("status") or {}).get("allocatable"))
+        self.free[name] = dict(self.allocatable[name])
+        self.pods_by_node[name] = []
+        self._accepts[name] = {}
+        self._accepting.clear()
+        self._by_domain.clear()
+        if self._by_free_cpu is not None:
+            bisect.insort(self._by_free_cpu, (-self.free[name]["cpu"], name))
+        for eligible in self._eligible.values():
+            eligible.node_added(node)
+
+    def remove_node(self, name):
+        """Takes node ``name`` and its pods out of the Room."""
+        for pod in self.pods_by_node[name]:
+            self._file(pod, name, -1)
+        for eligible in self._eligible.values():
+            eligible.node_removed(name)
+        if self._by_free_cpu is not None:
+            del self._by_free_cpu[bisect.bisect_left(self._by_free_cpu, (-self.free[name]["cpu"], name))]
+        for table in (self.nodes, self.allocatable, self.free, self.pods_by_node, self._accepts):
+            del table[name]
+        self._accepting.clear()
+        self._by_domain.clear()
+
+    def _free_changes(self, name, pod, sign):
+        free = self.free[name]
+        if self._by_free_cpu is not None:
+            del self._by_free_cpu[bisect.bisect_left(self._by_free_cpu, (-free["cpu"], name))]
+        for resource, value in self.requests(pod).items():
+            free[resource] += sign * value
+        if self._by_free_cpu is not None:
+            bisect.insort(self._by_free_cpu, (-free["cpu"], name))
+
+    def _file(self, pod, name, delta):
+        """Keeps the indexes that exist up to date with one pod more (``delta`` 1) or fewer (-1) on node
+        ``name``."""
+        if self._located is not None:
+            self._file_key(pod, name, delta)
+        if self._labelled:
+            self._file_labels(pod, name, delta)
+
+    def _file_key(self, pod, name, delta):
+        places = self._located.setdefault(pod_key(pod), {})
+        places[name] = places.get(name, 0) + delta
+        if not places[name]:
+            del places[name]
+
+    def _file_labels(self, pod, name, delta):
+        for label in self._labelled:
+            self._file_label(label, pod, name, delta)
+
+    def _file_label(self, label, pod, name, delta):
+        """Pods by namespace and value of ``label`` (None: by namespace only), and the spread counts that
+        watch them."""
+        metadata = pod["metadata"]
+        labels = metadata.get("labels") or {}
+        value = labels.get(label) if label is not None else None
+        if label is not None and value is None:
+            return
+        bucket = (metadata["namespace"], value)
+        if delta > 0:
+            pods, names = self._labelled[label].setdefault(bucket, ([], []))
+            pods.append(pod)
+            names.append(name)
+        else:
+            pods, names = self._labelled[label][bucket]
+            position = next(position for position, other in enumerate(pods)
+                            if other is pod and names[position] == name)
+            del pods[position], names[position]
+        for spread in self._watching.get((label, bucket), ()):
+            spread.pod_changed(labels, name, delta)
+
+    # -- what is where --------------------------------------------------------
+
+    def requests(self, pod):
+        """pod_requests(pod), parsed once per pod."""
+        known = self._requests.get(id(pod))
+        if known is None:
+            known = self._requests[id(pod)] = (pod, pod_requests(pod))
+        return known[1]
+
+    def _facts_of(self, pod):
+        known = self._facts.get(id(pod))
+        if known is None:
+            known = self._facts[id(pod)] = (pod, _Facts(pod))
+        return known[1]
+
+    def accepting(self, pod):
+        """The names of the nodes whose labels and taints let ``pod`` run there (node_accepts), in the
+        Room's order, as a read-only mapping (name -> None)."""
+        facts = self._facts_of(pod)
+        names = self._accepting.get(facts.acceptance)
+        if names is None:
+            names = self._accepting[facts.acceptance] = types.MappingProxyType(dict.fromkeys(
+                name for name in self.nodes if self._accepts_on(pod, facts, name)))
+        return names
+
+    def _accepts_on(self, pod, facts, name):
+        known = self._accepts[name]
+        if facts.acceptance not in known:
+            known[facts.acceptance] = node_accepts(pod, self.nodes[name])
+        return known[facts.acceptance]
+
+    def pods_matching(self, namespace, selector):
+        """(pod, node name) of the pods of ``namespace`` that ``selector`` selects."""
+        label, bucket = self._bucket_of(namespace, selector)
+        if label not in self._labelled:
+            # What _file_label does for each pod, at once (nothing watches this label yet).
+            index = self._labelled[label] = {}
+            for name, pods in self.pods_by_node.items():
+                for pod in pods:
+                    metadata = pod["metadata"]
+                    value = (metadata.get("labels") or {}).get(label) if label is not None else None
+                    if label is None or value is not None:
+                        pods_here, names = index.setdefault((metadata["namespace"], value), ([], []))
+                        pods_here.append(pod)
+                        names.append(name)
+        pods, names = self._labelled[label].get(bucket, ((), ()))
+        return [(pod, name) for pod, name in zip(pods, names)
+                if selector_matches(selector, pod["metadata"].get("labels"))]
+
+    @staticmethod
+    def _bucket_of(namespace, selector):
+        """(label key, (namespace, value)) of the index entry that holds every pod ``selector`` may select."""
+        label = index_label(selector)
+        return (label[0], (namespace, label[1])) if label else (None, (namespace, None))
+
+    def located(self, keys):
+        """Node name -> how many pods with one of ``keys`` (pod keys) it holds, for the nodes that hold any."""
+        if self._located is None:
+            self._located = {}
+            for name, pods in self.pods_by_node.items():
+                for pod in pods:
+                    self._file_key(pod, name, 1)
+        found = {}
+        for key in keys:
+            for name, count in self._located.get(key, {}).items():
+                found[name] = found.get(name, 0) + count
+        return found
+
+    def by_free_cpu(self):
+        """The names of the nodes, the most free cpu first, then by name, as the Room is when the iteration
+        starts; the Room must not change while it goes on."""
+        if self._by_free_cpu is None:
+            self._by_free_cpu = sorted((-free["cpu"], name) for name, free in self.free.items())
+        return (name for _cpu, name in self._by_free_cpu)
+
+    def nodes_by_domain(self, topology_key):
+        """Domain (value of the label ``topology_key``) -> the names of its nodes, sorted."""
+        if topology_key not in self._by_domain:
+            by_domain = self._by_domain[topology_key] = {}
+            for name in sorted(self.nodes):
+                domain = node_labels(self.nodes[name]).get(topology_key)
+                if domain is not None:
+                    by_domain.setdefault(domain, []).append(name)
+        return self._by_domain[topology_key]
+
+    def domain_counts(self, pod, constraint):
+        """domain_counts(pod, constraint, self.nodes.values(), self.pods_by_node), from counts kept up to date."""
+        return dict(self._spread(pod, constraint, _spread_key(pod, constraint, self._facts_of(pod).affinity)).counts)
+
+    def _spread(self, pod, constraint, key):
+        spread = self._spreads.get(key)
+        if spread is not None:
+            return spread.counts
+        namespace, topology_key, _selector, affinity = key
+        eligible = self._eligible.get((affinity, topology_key))
+        if eligible is None:
+            eligible = self._eligible[(affinity, topology_key)] = _Eligible(pod, topology_key, self.nodes.values())
+        selector = constraint.get("labelSelector")
+        spread = self._spreads[key] = _Spread(selector, eligible)
+        for other, name in self.pods_matching(namespace, selector):
+            spread.pod_changed(other["metadata"].get("labels") or {}, name, 1)
+        eligible.spreads.append(spread)
+        self._watching.setdefault(self._bucket_of(namespace, selector), []).append(spread)
+        return spread.counts
+
+    # -- placing ----------------------------------------------------------------
 
     def why_not(self, pod, name):
         """None when ``pod`` may go to node ``name`` now; otherwise the reason it may not."""
-        node = self.nodes[name]
-        if not node_accepts(pod, node):
-            return "no node matches its node selector, affinity or tolerations"
-        labels_here = [other["metadata"].get("labels") or {} for other in self.pods_by_node[name]]
-        if any(selector_matches(selector, labels) for selector in hostname_anti_affinity_selectors(pod)
-               for labels in labels_here):
+        facts = self._facts_of(pod)
+        if not self._accepts_on(pod, facts, name):
+            return NO_MATCH
+        if self._anti_affinity_refuses(facts, name):
             return "hostname anti-affinity leaves no node"
-        requests = pod_requests(pod)
-        if any(self.free[name][resource] + 1e-9 < requests[resource] for resource in RESOURCES):
+        if not self._has_room(pod, name):
+            requests = self.requests(pod)
             return "no node has room for its requests (cpu %g, memory %g)" % (requests["cpu"], requests["memory"])
-        for constraint in hard_spread_constraints(pod):
-            counts = domain_counts(pod, constraint, self.nodes.values(), self.pods_by_node)
-            domain = node_labels(node).get(constraint.get("topologyKey"))
-            if domain is None or (counts and counts[domain] + 1 - min(counts.values()) > constraint.get("maxSkew", 1)):
-                return "its topology spread constraint on %s would be broken" % constraint.get("topologyKey")
+        broken = self._broken_spread(pod, facts, name)
+        if broken is not None:
+            return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
         return None
+
+    def _anti_affinity_refuses(self, facts, name):
+        if not facts.anti_affinity:
+            return False
+        labels_here = [other["metadata"].get("labels") or {} for other in self.pods_by_node[name]]
+        return any(selector_matches(selector, labels) for selector in facts.anti_affinity for labels in labels_here)
+
+    def _has_room(self, pod, name):
+        requests = self.requests(pod)
+        free = self.free[name]
+        return all(free[resource] + 1e-9 >= requests[resource] for resource in RESOURCES)
+
+    def _broken_spread(self, pod, facts, name):
+        """The first constraint of the pod that placing it on ``name`` would break, or None."""
+        labels = node_labels(self.nodes[name])
+        for constraint, key in facts.spreads:
+            counts = self._spread(pod, constraint, key)
+            domain = labels.get(constraint.get("topologyKey"))
+            if domain is None:
+                return constraint
+            if counts.counts and counts.counts[domain] + 1 - counts.min > constraint.get("maxSkew", 1):
+                return constraint
+        return None
+
+    def place(self, pods, nodes, preference=None, order_group=None):
+        """Places ``pods`` on ``nodes`` (of this Room) as ``fit`` does, and keeps them there.
+
+        ``order_group(pod)``, when given with ``preference``, names the pods
+        for which ``preference`` orders the nodes alike, so that the order is
+        worked out once per group rather than once per pod.
+        """
+        ordered = sorted(pods, key=lambda p: (-self.requests(p)["cpu"], -self.requests(p)["memory"], pod_key(p)))
+        # The smallest request of the pods from each one on: a node with less free than that takes none of
+        # them, and nodes only fill up here, so an order of nodes can skip its leading such nodes for good.
+        smallest, running = [], {resource: float("inf") for resource in RESOURCES}
+        for pod in reversed(ordered):
+            running = {resource: min(running[resource], self.requests(pod)[resource]) for resource in RESOURCES}
+            smallest.append(running)
+        smallest.reverse()
+        # An order of the nodes and where in it a fit starts: one for all pods, one per order group, or one
+        # per pod.
+        everyone = [list(nodes), 0]
+        lanes = {}
+        placement, unplaced = {}, []
+        for index, pod in enumerate(ordered):
+            if preference is None:
+                lane = everyone
+            elif order_group is None:
+                lane = [sorted(everyone[0], key=lambda n: preference(pod, n)), 0]
+            else:
+                group = order_group(pod)
+                if group not in lanes:
+                    lanes[group] = [sorted(everyone[0], key=lambda n: preference(pod, n)), 0]
+                lane = lanes[group]
+            order = lane[0]
+            while lane[1] < len(order) and self._takes_none(order[lane[1]]["metadata"]["name"], smallest[index]):
+                lane[1] += 1
+            name = self._first_fit(pod, order, lane[1])
+            if name is not None:
+                self.add(pod, name)
+                placement[pod_key(pod)] = name
+            else:
+                unplaced.append({"pod": pod_key(pod), "reason": self._last_refusal(pod, order)})
+        return placement, unplaced
+
+    def _takes_none(self, name, smallest):
+        free = self.free[name]
+        return any(free[resource] + 1e-9 < smallest[resource] for resource in RESOURCES)
+
+    def _first_fit(self, pod, order, start):
+        """The name of the first node of ``order`` from ``start`` on where ``pod`` may go, or None."""
+        facts = self._facts_of(pod)
+        for position in range(start, len(order)):
+            name = order[position]["metadata"]["name"]
+            if self._accepts_on(pod, facts, name) and self._has_room(pod, name) and \
+                    self._broken_spread(pod, facts, name) is None and not self._anti_affinity_refuses(facts, name):
+                return name
+        return None
+
+    def _last_refusal(self, pod, order):
+        """Why a pod that fits nowhere in ``order`` is left out: what the last node whose labels and taints
+        accept it says, as the scheduler reports the most telling reason."""
+        facts = self._facts_of(pod)
+        for node in reversed(order):
+            if self._accepts_on(pod, facts, node["metadata"]["name"]):
+                return self.why_not(pod, node["metadata"]["name"])
+        return NO_MATCH
 
 
 def fit(pods, nodes, resident_pods, preference=None, bystanders=()):
@@ -172,19 +589,5 @@ def fit(pods, nodes, resident_pods, preference=None, bystanders=()):
     orders the nodes for each pod (lowest first; ties keep the order of
     ``nodes``). Returns (placement pod key -> node name, unplaced [{pod, reason}]).
     """
-    room = Room(list(nodes) + list(bystanders), resident_pods)
-    placement, unplaced = {}, []
-    for pod in sorted(pods, key=lambda p: (-pod_requests(p)["cpu"], -pod_requests(p)["memory"], pod_key(p))):
-        reason = "no node matches its node selector, affinity or tolerations"
-        for node in sorted(nodes, key=lambda n: preference(pod, n)) if preference else nodes:
-            name = node["metadata"]["name"]
-            why = room.why_not(pod, name)
-            if why is None:
-                room.add(pod, name)
-                placement[pod_key(pod)] = name
-                break
-            if not why.startswith("no node matches"):
-                reason = why
-        else:
-            unplaced.append({"pod": pod_key(pod), "reason": reason})
-    return placement, unplaced
+    nodes = list(nodes)
+    return Room(nodes + list(bystanders), resident_pods).place(pods, nodes, preference)

@@ -25,8 +25,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
     node_name,
     zone_of,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import owner_of
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import disruptions_allowed, pdbs_for
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import OwnerCache, owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import (
+    PdbIndex,
+    disruptions_allowed,
+    pdbs_for,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
     do_not_disrupt_annotation,
     is_terminal,
@@ -41,7 +45,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import bound_volume, fit, in_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, fit, in_zones
 
 RESTARTS_ANYWAY = "its %s restarts for other pods"
 # Workloads whose controller surges a replacement before the old pod goes.
@@ -203,8 +207,9 @@ def warm_template(name, labels, allocatable, taints=()):
 def zone_counts(pods, owners, zone_by_node, replica_set_owners):
     """Owner key -> {zone: live pods}, for the Workloads ``owners``."""
     counts = {owner.key: {} for owner in owners}
+    cache = OwnerCache(replica_set_owners)
     for pod in pods:
-        owner = owner_of(pod, replica_set_owners)
+        owner = cache.owner_of(pod)
         if owner in owners and node_of(pod) and not is_terminal(pod) and not is_terminating(pod):
             zone = zone_by_node.get(node_of(pod)) or "-"
             counts[owner.key][zone] = counts[owner.key].get(zone, 0) + 1
@@ -255,12 +260,13 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named)
     rotating = {node_name(node) for node, _reasons in chosen}
     zone_by_node = {node_name(node): zone_of(node) for node in nodes}
+    pdb_index = PdbIndex(pdbs)
     moves = {}
     for pod in pods:
         if node_of(pod) in rotating:
             workload = surging_workload(pod, replica_set_owners)
-            moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload), pdbs,
-                                                            settings.options)
+            moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload),
+                                                            pdb_index.candidates(pod), settings.options)
     surging = {workload for _pod, workload, method, _reason in moves.values() if method == "restart"}
     for key, (pod, workload, method, _reason) in list(moves.items()):
         if method == "evict" and workload in surging:
@@ -278,17 +284,30 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     daemons = [pod for pod, _w, _method, reason in moves.values() if reason == "daemonset"]
     restarted_in, warm_total, warmed, moved = {}, {}, [], set()
     rotating_nodes = {node_name(node): node for node, _reasons in chosen}
+    # The moves of each node and of each restarted workload, and where each move is in ``moves``: a batch
+    # takes its own without going through all of them, in the same order.
+    position = {key: index for index, key in enumerate(moves)}
+    moves_on, restarting = {}, {}
+    for move in moves.values():
+        moves_on.setdefault(node_of(move[0]), []).append(move)
+        if move[2] == "restart":
+            restarting.setdefault(move[1], []).append(move)
+    # One Room for the whole plan: the nodes of later batches take no pod, but their pods still count for
+    # topology spread until they move; a batch's nodes leave as it starts.
+    room = Room(targets + list(rotating_nodes.values()), residents + [
+        pod for pod in pods if node_of(pod) in rotating and not is_terminal(pod) and not is_terminating(pod)])
+    later = set(rotating)
     for index, batch in enumerate(batches, start=1):
         batch_nodes = set(batch["nodes"])
-        # The nodes of later batches take no pod, but their pods still count for topology spread.
-        later = {name for later_batch in batches[index:] for name in later_batch["nodes"]}
-        bystanders = [rotating_nodes[name] for name in sorted(later)]
-        here = [m for m in moves.values() if node_of(m[0]) in batch_nodes]
+        later -= batch_nodes
+        here = sorted((move for name in batch["nodes"] for move in moves_on.get(name, ())),
+                      key=lambda move: position[pod_key(move[0])])
         new_restarts = {workload for _pod, workload, method, _r in here
                         if method == "restart" and workload not in restarted_in}
         restarted_in.update((workload, index) for workload in new_restarts)
-        movers = [pod for pod, _w, method, _r in here if method == "evict"] + [
-            pod for pod, workload, method, _r in moves.values() if method == "restart" and workload in new_restarts]
+        restart_moves = sorted((move for workload in new_restarts for move in restarting[workload]),
+                               key=lambda move: position[pod_key(move[0])])
+        movers = [pod for pod, _w, method, _r in here if method == "evict"] + [move[0] for move in restart_moves]
         warm_new, warm = {}, []
         if settings.template_allocatable:
             warm_new, warm, batch["warm_computed"] = _warm_for_batch(
@@ -307,10 +326,15 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
                 bound_zones[pod_key(pod)] = bound[1]
         places = targets + warmed + warm
         moved.update(pod_key(pod) for pod in movers)
-        waiting = [pod for pod in pods if node_of(pod) in later and pod_key(pod) not in moved
-                   and not is_terminal(pod) and not is_terminating(pod)]
-        placement, unplaced = fit([p for p in movers if pod_key(p) not in bound_zones], places, residents + waiting,
-                                  other_zone_first_last, bystanders)
+        for name in batch["nodes"]:
+            room.remove_node(name)
+        for pod in movers:
+            if node_of(pod) in later:
+                room.remove(pod, node_of(pod))
+        for node in warm:
+            room.add_node(node)
+        placement, unplaced = room.place([p for p in movers if pod_key(p) not in bound_zones], places,
+                                         other_zone_first_last, lambda pod: source_zone.get(pod_key(pod)))
         for pod in [p for p in movers if pod_key(p) in bound_zones]:
             zone_targets = [node for node in places if in_zones(node, bound_zones[pod_key(pod)])]
             extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
@@ -318,16 +342,15 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             unplaced.extend(dict(entry, reason="its volume is bound to zone %s: %s" % (
                 bound_zones[pod_key(pod)], entry["reason"])) for entry in extra_unplaced)
         restarts = {}
-        for pod, workload, method, reason in moves.values():
-            if method == "restart" and workload in new_restarts:
-                entry = restarts.setdefault(workload, dict(workload.target(), target=workload.target(), reason=reason,
-                                                           pods=[], replaces=[]))
-                # The reason is that of a pod that needs the restart, not of one it only takes along.
-                if reason != RESTARTS_ANYWAY % workload.kind:
-                    entry["reason"] = reason
-                if node_of(pod) in batch_nodes:
-                    entry["pods"].append(pod_key(pod))
-                entry["replaces"].append(pod_key(pod))
+        for pod, workload, method, reason in restart_moves:
+            entry = restarts.setdefault(workload, dict(workload.target(), target=workload.target(), reason=reason,
+                                                       pods=[], replaces=[]))
+            # The reason is that of a pod that needs the restart, not of one it only takes along.
+            if reason != RESTARTS_ANYWAY % workload.kind:
+                entry["reason"] = reason
+            if node_of(pod) in batch_nodes:
+                entry["pods"].append(pod_key(pod))
+            entry["replaces"].append(pod_key(pod))
         batch.update(
             index=index,
             restart=[restarts[key] for key in sorted(restarts)],
@@ -345,9 +368,13 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             fits=not unplaced,
             unplaced=unplaced,
         )
-        # The next batch sees this one's pods where they were placed, and its warm nodes.
+        # The next batch sees this one's pods where they were placed (those of the main fit are in the Room
+        # already), and its warm nodes.
         warmed = warmed + warm
-        residents = residents + [moved_to(pod, placement[pod_key(pod)]) for pod in movers if pod_key(pod) in placement]
+        for pod in movers:
+            if pod_key(pod) in bound_zones and pod_key(pod) in placement:
+                room.add(pod, placement[pod_key(pod)])
+        residents.extend(moved_to(pod, placement[pod_key(pod)]) for pod in movers if pod_key(pod) in placement)
     placed_zones = {node_name(node): zone_of(node) for node in targets + warmed}
     plan = {
         "rotation_id": settings.rotation_id,

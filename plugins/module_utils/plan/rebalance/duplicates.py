@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import node_accepts
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import owner_groups
 
 
@@ -15,33 +14,53 @@ def balance(planner):
     """Move replicas of one owner from the nodes with the most of them to those with the fewest, until max
     minus min per node is at most ``max_skew``; a move only where two nodes differ by 2 or more."""
     for owner, members in sorted(owner_groups(planner.pods, planner.replica_set_owners).items()):
-        feasible = [name for name, node in sorted(planner.room.nodes.items()) if node_accepts(members[0], node)]
+        feasible = planner.room.accepting(members[0])
+        keys = {pod_key(pod) for pod in members}
         while True:
-            keys = {pod_key(pod) for pod in members}
-            counts = {name: 0 for name in feasible}
-            for name, residents in planner.room.pods_by_node.items():
-                here = sum(1 for pod in residents if pod_key(pod) in keys)
-                if here or name in counts:
-                    counts[name] = here
-            lowest = min(counts[name] for name in feasible) if feasible else 0
-            if not feasible or max(counts.values()) - lowest <= planner.settings.max_skew:
+            # Only the nodes that hold some of the owner's pods; every other feasible node has none.
+            counts = planner.room.located(keys)
+            held = [counts[name] for name in counts if name in feasible]
+            lowest = min(held) if len(held) == len(feasible) and held else 0
+            highest = max(counts.values()) if counts else 0
+            if not feasible or highest - lowest <= planner.settings.max_skew:
                 break
             reasons, moved = [], False
             for donor in sorted(counts, key=lambda name: (-counts[name], name)):
                 if counts[donor] - lowest < 2:
                     break
-                targets = sorted((name for name in feasible if counts[donor] - counts[name] >= 2),
-                                 key=lambda name: (counts[name], -planner.room.free[name]["cpu"], name))
+                targets = DuplicateTargets(planner, feasible, counts, counts[donor] - 2)
+                first = next(iter(targets), None)
                 here = [pod for pod in members if node_of(pod) == donor and pod_key(pod) not in
                         planner.moved]
                 failed = planner.try_move(sorted(here, key=pod_key), targets, "duplicates",
                                           "%s has %d on %s, %d on %s" % (owner, counts[donor], donor,
-                                                                         counts[targets[0]] if targets else lowest,
-                                                                         targets[0] if targets else "-"))
+                                                                         counts.get(first, 0) if first else lowest,
+                                                                         first or "-"))
                 if failed is None:
                     moved = True
                     break
                 reasons.extend(failed)
             if not moved:
-                planner.record_stuck("duplicates", owner, max(counts.values()) - lowest, reasons)
+                planner.record_stuck("duplicates", owner, highest - lowest, reasons)
                 break
+
+
+class DuplicateTargets:
+    """The ``feasible`` nodes with at most ``most`` of the owner's pods (``counts``, node -> pods where
+    there are some), the fewest first, then the most free cpu, then by name. Iterated lazily, since a move
+    mostly takes the first; each iteration sees the free cpu of the Room as it is then."""
+
+    def __init__(self, planner, feasible, counts, most):
+        self.room = planner.room
+        self.feasible = feasible
+        self.counts = counts
+        self.most = most
+
+    def __iter__(self):
+        yield from (name for name in self.room.by_free_cpu() if name in self.feasible and name not in self.counts)
+        held = {}
+        for name, count in self.counts.items():
+            if name in self.feasible and count <= self.most:
+                held.setdefault(count, []).append(name)
+        for count in sorted(held):
+            yield from sorted(held[count], key=lambda name: (-self.room.free[name]["cpu"], name))

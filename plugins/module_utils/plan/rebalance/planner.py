@@ -75,17 +75,14 @@ class Planner:
         self.replica_set_owners = replica_set_owners
         everything = live_pods(pods, {node_name(node) for node in nodes})
         self.pods = selection(everything, settings.options, selected)
+        self.pods_by_key = {pod_key(pod): pod for pod in self.pods}
         self.room = Room(nodes, everything)
         self.moves = []
         self.moved = set()
         self.per_owner = {}
         self.stuck = []
-        self.unmovable = {}
-        for pod in self.pods:
-            verdict = judge(pod, settings.options).verdict
-            if verdict.action != "evict":
-                self.unmovable[pod_key(pod)] = "%s: %s" % (verdict.reason, verdict.detail) if verdict.detail \
-                    else verdict.reason
+        # Pod key -> why it may not be evicted (None: it may), judged once a strategy wants to move it.
+        self._unmovable = {}
 
     def plan(self):
         for name, strategy in STRATEGIES:
@@ -103,6 +100,17 @@ class Planner:
             return "max_per_owner (%d) reached for %s" % (limits.max_per_owner, owner)
         return None
 
+    def unmovable(self, pod):
+        """Why ``pod`` may not be evicted, or None; only the selected pods are judged."""
+        key = pod_key(pod)
+        if key not in self.pods_by_key:
+            return None
+        if key not in self._unmovable:
+            verdict = judge(self.pods_by_key[key], self.settings.options).verdict
+            self._unmovable[key] = None if verdict.action == "evict" else \
+                "%s: %s" % (verdict.reason, verdict.detail) if verdict.detail else verdict.reason
+        return self._unmovable[key]
+
     def movable(self, pods):
         """The pods that may be moved now, and why the others may not."""
         movable, reasons = [], []
@@ -111,8 +119,9 @@ class Planner:
             owner = owner_key(pod, self.replica_set_owners)
             if key in self.moved:
                 continue
-            if key in self.unmovable:
-                reasons.append("%s stays (%s)" % (key, self.unmovable[key]))
+            unmovable = self.unmovable(pod)
+            if unmovable:
+                reasons.append("%s stays (%s)" % (key, unmovable))
                 continue
             spent = self.budget_spent(owner)
             if spent:

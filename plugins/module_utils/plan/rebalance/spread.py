@@ -18,7 +18,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
     node_name,
     zone_of,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import OwnerCache
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
     is_terminal,
     is_terminating,
@@ -27,12 +27,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, namespace_filter
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
-    Room,
-    domain_counts,
-    hard_spread_constraints,
-    node_accepts,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, hard_spread_constraints
 
 
 def in_scope(nodes):
@@ -60,8 +55,9 @@ def skew(counts):
 def owner_groups(pods, replica_set_owners):
     """Owner key ("namespace/Kind/name") -> its pods, DaemonSets aside (one pod per node by design)."""
     groups = {}
+    cache = OwnerCache(replica_set_owners)
     for pod in pods:
-        owner = owner_of(pod, replica_set_owners)
+        owner = cache.owner_of(pod)
         if owner and owner.kind != "DaemonSet":
             groups.setdefault(owner.key, []).append(pod)
     return groups
@@ -86,27 +82,31 @@ def spread(nodes, pods, replica_set_owners, options=FilterOptions(), selected=No
     names = {node_name(node) for node in nodes}
     everything = live_pods(pods, names)
     pods = selection(everything, options, selected)
-    pods_by_node = {name: [] for name in names}
-    for pod in everything:
-        pods_by_node[pod["spec"]["nodeName"]].append(pod)
+    room = Room(nodes, everything)
     zones = {node_name(node): zone_of(node) for node in nodes}
+    # Owners whose pods accept the same nodes start from the same zones, in the same order.
+    zone_orders = {}
     owners = {}
     for key, members in sorted(owner_groups(pods, replica_set_owners).items()):
-        per_node = {node_name(node): 0 for node in nodes if node_accepts(members[0], node)}
+        feasible = room.accepting(members[0])
+        per_node = dict.fromkeys(feasible, 0)
         for pod in members:
             per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
-        per_zone = {}
-        for name, count in per_node.items():
-            if zones.get(name):
-                per_zone[zones[name]] = per_zone.get(zones[name], 0) + count
+        order = tuple(feasible)
+        if order not in zone_orders:
+            zone_orders[order] = tuple(dict.fromkeys(zones[name] for name in order if zones.get(name)))
+        per_zone = dict.fromkeys(zone_orders[order], 0)
+        for pod in members:
+            zone = zones.get(pod["spec"]["nodeName"])
+            if zone:
+                per_zone[zone] = per_zone.get(zone, 0) + 1
         owners[key] = {"pods": len(members), "nodes": per_node, "skew": skew(per_node),
                        "zones": per_zone, "zone_skew": skew(per_zone)}
     constraints = []
     for constraint_key, (pod, constraint) in sorted(constraints_of(pods).items()):
-        counts = domain_counts(pod, constraint, nodes, pods_by_node)
+        counts = room.domain_counts(pod, constraint)
         constraints.append({"constraint": constraint_key, "max_skew": constraint.get("maxSkew", 1),
                             "domains": counts, "skew": skew(counts)})
-    room = Room(nodes, everything)
     utilization = {name: round(room_utilization(room, name), 1) for name in sorted(names)}
     return {
         "owners": owners,

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
+import heapq
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import domain_counts
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import constraints_of, skew
 
 
@@ -20,16 +20,18 @@ def balance(planner):
         topology_key = constraint.get("topologyKey")
         namespace = sample["metadata"]["namespace"]
         while True:
-            counts = domain_counts(sample, constraint, planner.nodes, planner.room.pods_by_node)
+            counts = planner.room.domain_counts(sample, constraint)
             if skew(counts) <= max_skew:
                 break
             high = max(sorted(counts), key=lambda domain: counts[domain])
-            members = {pod_key(pod) for pods in planner.room.pods_by_node.values() for pod in pods
-                       if pod["metadata"]["namespace"] == namespace
-                       and selector_matches(constraint.get("labelSelector"), pod["metadata"].get("labels"))}
-            donors = [pod for pod in planner.pods if pod_key(pod) in members
-                      and planner.domain(node_of(pod), topology_key) == high]
-            targets = spread_targets(planner, counts, members, topology_key, counts[high] - 2)
+            matching = planner.room.pods_matching(namespace, constraint.get("labelSelector"))
+            members = {pod_key(pod) for pod, _name in matching}
+            donors = [planner.pods_by_key[member] for member in members if member in planner.pods_by_key
+                      and planner.domain(node_of(planner.pods_by_key[member]), topology_key) == high]
+            here = {}
+            for _pod, name in matching:
+                here[name] = here.get(name, 0) + 1
+            targets = SpreadTargets(planner, counts, here, topology_key, counts[high] - 2)
             reasons = planner.try_move(sorted(donors, key=pod_key), targets, "topology_spread",
                                        "%s: %s has %d, max skew %d" % (topology_key, high, counts[high], max_skew))
             if reasons is not None:
@@ -37,12 +39,27 @@ def balance(planner):
                 break
 
 
-def spread_targets(planner, counts, members, topology_key, most):
-    """Nodes of the domains with at most ``most`` members, the emptiest domain and node first."""
-    ranked = []
-    for name in planner.room.nodes:
-        domain = planner.domain(name, topology_key)
-        if domain in counts and counts[domain] <= most:
-            here = sum(1 for pod in planner.room.pods_by_node[name] if pod_key(pod) in members)
-            ranked.append((counts[domain], here, name))
-    return [name for _count, _here, name in sorted(ranked)]
+class SpreadTargets:
+    """The nodes of the domains with at most ``most`` members, the emptiest domain and node first, then by
+    name; ``here`` is node name -> members on it. Iterated lazily, since a move mostly takes the first."""
+
+    def __init__(self, planner, counts, here, topology_key, most):
+        self.by_domain = planner.room.nodes_by_domain(topology_key)
+        self.counts = counts
+        self.here = here
+        self.topology_key = topology_key
+        self.most = most
+        self.domain = planner.domain
+
+    def __iter__(self):
+        levels = {}
+        for domain, count in self.counts.items():
+            if count <= self.most:
+                levels.setdefault(count, []).append(domain)
+        for count in sorted(levels):
+            domains = set(levels[count])
+            # Nodes without members come first, by name; those with some after, fewest first.
+            yield from (name for name in heapq.merge(*(self.by_domain[domain] for domain in sorted(domains)))
+                        if name not in self.here)
+            yield from (name for _here, name in sorted(
+                (self.here[name], name) for name in self.here if self.domain(name, self.topology_key) in domains))

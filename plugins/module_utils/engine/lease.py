@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Take, keep and release the cluster's Lease (plan.lease decides who may)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import threading
+from dataclasses import dataclass
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import (
+    expires_at,
+    held_lease,
+    holder_run_id,
+    lease_decision,
+    released_lease,
+)
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """Which Lease, for which run, and for how long each renewal holds it."""
+
+    run_id: str
+    holder: str
+    name: str = LEASE_NAME
+    namespace: str = LEASE_NAMESPACE
+    duration: int = 300
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+class LeaseKeeper:
+    """The Lease of one run: ``take`` (or renew), ``release``, and ``kept()`` renewing in the background."""
+
+    def __init__(self, client, settings, now=_now):
+        self.client = client
+        self.settings = settings
+        self.now = now
+
+    def read(self):
+        return self.client.read_or_none(self.client.coordination.read_namespaced_lease, self.settings.name,
+                                        self.settings.namespace)
+
+    def take(self, check_mode=False, attempts=3):
+        """Take or renew the Lease; returns what was done. Raises Blocked when another run holds it.
+
+        A write that lost a race (409) is decided again from a fresh read.
+        """
+        attempt = 0
+        while True:
+            attempt += 1
+            current = self.read()
+            action, why = lease_decision(current, self.settings.run_id, self.now())
+            if action == "refuse":
+                raise Blocked(why, {"lease": self.describe(current)})
+            if check_mode:
+                return {"action": action, "reason": why, "lease": self.describe(current)}
+            body = held_lease(self.settings.name, self.settings.namespace, self.settings.run_id,
+                              self.settings.holder, self.now(), self.settings.duration, current)
+            try:
+                if current is None:
+                    written = self.client.coordination.create_namespaced_lease(self.settings.namespace, body)
+                else:
+                    written = self.client.coordination.replace_namespaced_lease(
+                        self.settings.name, self.settings.namespace, body)
+                return {"action": action, "reason": why, "lease": self.describe(self.client.to_dict(written))}
+            except ApiException as exc:
+                if exc.status != 409 or attempt >= attempts:
+                    raise
+
+    def release(self, check_mode=False):
+        """Let go of the Lease if this run holds it; returns whether it did."""
+        current = self.read()
+        if current is None or holder_run_id(current) != self.settings.run_id or \
+                not (current.get("spec") or {}).get("holderIdentity"):
+            return False
+        if not check_mode:
+            try:
+                self.client.coordination.replace_namespaced_lease(self.settings.name, self.settings.namespace,
+                                                                  released_lease(current))
+            except ApiException as exc:
+                if exc.status != 409:  # someone took it over meanwhile: it is not ours to release
+                    raise
+                return False
+        return True
+
+    @contextlib.contextmanager
+    def kept(self):
+        """While the block runs, take the Lease just before its first write (a task that fails on a read,
+        or changes nothing, leaves the Lease alone) and renew it every third of its duration; stop
+        renewing after (the Lease is kept: the run's last step releases it)."""
+        stop = threading.Event()
+
+        def renew():
+            while not stop.wait(max(1.0, self.settings.duration / 3.0)):
+                try:
+                    self.take()
+                except (ApiException, KubeopsError):  # a missed renewal is tried again at the next tick
+                    continue
+
+        renewer = threading.Thread(target=renew, daemon=True)
+
+        def before_first_write():
+            self.take()
+            renewer.start()
+
+        self.client.api_client.before_first_write = before_first_write
+        try:
+            yield
+        finally:
+            self.client.api_client.before_first_write = None
+            stop.set()
+            if renewer.is_alive():
+                renewer.join(5)
+
+    @staticmethod
+    def describe(lease):
+        if not lease:
+            return {}
+        spec = lease.get("spec") or {}
+        expiry = expires_at(lease)
+        return {"name": lease["metadata"]["name"], "namespace": lease["metadata"]["namespace"],
+                "holder": spec.get("holderIdentity"), "run_id": holder_run_id(lease),
+                "acquired": spec.get("acquireTime"), "renewed": spec.get("renewTime"),
+                "expires": micro_time(expiry) if expiry else None,
+                "duration_seconds": spec.get("leaseDurationSeconds")}

@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One run at a time per cluster: who may take the Lease, and the Lease that says so.
+
+A run is named by its run id (a rotation's id, a rebalance pass's, a
+drain's). It may take the Lease when nobody holds it, when the holder's
+time ran out (a killed run stops renewing, so its Lease expires by itself),
+or when the holder is the same run id (a rerun after a kill continues at
+once). Anyone else is refused, told who holds it, since when and until when.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_RUN_ID, MANAGED_BY
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time, parse_time
+
+
+def expires_at(lease):
+    """When the Lease runs out unless renewed (an aware datetime), or None when nobody holds it."""
+    spec = (lease or {}).get("spec") or {}
+    if not spec.get("holderIdentity") or not spec.get("renewTime"):
+        return None
+    return parse_time(spec["renewTime"]) + datetime.timedelta(seconds=spec.get("leaseDurationSeconds") or 0)
+
+
+def holder_run_id(lease):
+    return (((lease or {}).get("metadata") or {}).get("annotations") or {}).get(LEASE_RUN_ID)
+
+
+def lease_decision(lease, run_id, now):
+    """(action, why): ``create`` (no Lease yet), ``renew`` (ours), ``acquire`` (free), ``take over``
+    (expired) or ``refuse`` (held by another run until it expires)."""
+    if lease is None:
+        return "create", "no run holds the Lease"
+    holder = ((lease.get("spec") or {}).get("holderIdentity"))
+    expiry = expires_at(lease)
+    if holder and holder_run_id(lease) == run_id:
+        return "renew", "this run (%s) holds it" % run_id
+    if not holder:
+        return "acquire", "the last holder released it"
+    if expiry <= now:
+        return "take over", "%s held it until %s, and did not renew" % (holder, micro_time(expiry))
+    return "refuse", refusal(lease)
+
+
+def refusal(lease):
+    """The one line that tells a second run who holds the Lease, since when and until when."""
+    spec = lease.get("spec") or {}
+    return ("Another run holds the Lease %s/%s: %s, since %s, until %s unless it renews. Nothing was changed; "
+            "wait for it to finish, or rerun with its run id to continue it." % (
+                lease["metadata"]["namespace"], lease["metadata"]["name"], spec.get("holderIdentity"),
+                spec.get("acquireTime"), micro_time(expires_at(lease))))
+
+
+def held_lease(name, namespace, run_id, holder, now, duration, current=None):
+    """The Lease as ``run_id`` holds it from ``now`` for ``duration`` seconds; ``current`` is the Lease
+    read before (its resourceVersion guards the write; a renewal keeps its acquireTime)."""
+    spec = (current or {}).get("spec") or {}
+    ours = current is not None and spec.get("holderIdentity") and holder_run_id(current) == run_id
+    metadata = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
+                "annotations": {LEASE_RUN_ID: run_id}}
+    if current is not None:
+        metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": int(duration),
+            "acquireTime": spec["acquireTime"] if ours else micro_time(now),
+            "renewTime": micro_time(now),
+            "leaseTransitions": (spec.get("leaseTransitions") or 0) + (0 if ours or current is None else 1),
+        },
+    }
+
+
+def released_lease(current):
+    """The Lease with nobody holding it (its history kept)."""
+    spec = dict(current.get("spec") or {}, holderIdentity=None, renewTime=None, acquireTime=None)
+    metadata = dict(current["metadata"], annotations={})
+    return dict(current, metadata=metadata, spec=spec)

@@ -1,0 +1,132 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: lease
+short_description: Take, renew or release the cluster's Lease, so that one rotation, rebalance or drain runs at a time
+version_added: 0.2.0
+description:
+  - One C(coordination.k8s.io/v1) Lease per cluster says which run may change
+    it. O(state=held) takes it when nobody holds it, renews it when this run
+    (O(run_id)) holds it, takes it over when its holder stopped renewing (a
+    run killed with SIGKILL leaves a Lease that expires by itself after
+    O(duration) seconds), and otherwise fails at once with one line naming
+    the holder, since when it holds the Lease and until when.
+  - A run with the same O(run_id) takes over its own Lease at once, so that
+    a rerun after a kill (an AWX relaunch, a pipeline retry) continues.
+  - O(state=released) lets go of the Lease if this run holds it.
+  - The modules that change the cluster take an option O(kubeops.rotation.evict#module:lease)
+    that renews the Lease while they wait.
+  - Check mode takes, renews and releases nothing; it says what would
+    happen, and warns instead of failing when another run holds the Lease.
+extends_documentation_fragment:
+  - kubeops.rotation.connection
+options:
+  run_id:
+    description: The run, for example a rotation id.
+    type: str
+    required: true
+  holder:
+    description: Who holds the Lease, in words; defaults to the run id, this host and process.
+    type: str
+  state:
+    description: V(held) to take or renew the Lease, V(released) to let go of it.
+    type: str
+    choices: [held, released]
+    default: held
+  name:
+    description: Name of the Lease.
+    type: str
+    default: kubeops-rotation
+  namespace:
+    description: Namespace of the Lease; it must exist.
+    type: str
+    default: kube-system
+  duration:
+    description: Seconds the Lease holds without a renewal.
+    type: int
+    default: 300
+attributes:
+  check_mode:
+    support: full
+    description: Says what would happen; writes nothing.
+  diff_mode:
+    support: none
+    description: RV(lease) shows the Lease.
+author:
+  - kubeops.rotation developers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Hold the cluster for this rotation (a second rotation is refused until it is released or expires)
+  kubeops.rotation.lease:
+    run_id: "{{ rotation_id }}"
+    holder: "{{ rotation_id }} (AWX job {{ awx_job_id | default('-') }})"
+    duration: 600
+
+- name: Let go of it at the end
+  kubeops.rotation.lease:
+    run_id: "{{ rotation_id }}"
+    state: released
+"""
+
+RETURN = r"""
+action:
+  description: >-
+    V(create), V(acquire) (nobody held it), V(renew) (this run held it), V(take over) (its holder did not
+    renew in time), V(released), V(not held) (release of a Lease this run does not hold), or V(refuse) in
+    check mode when another run holds it.
+  returned: always
+  type: str
+reason:
+  description: Why, in words.
+  returned: always
+  type: str
+lease:
+  description: The Lease (C(name), C(namespace), C(holder), C(run_id), C(acquired), C(renewed), C(expires), C(duration_seconds)).
+  returned: always
+  type: dict
+api_requests:
+  description: Number of HTTP requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_OPTIONS,
+    kubernetes_module,
+    lease_settings,
+    run_module,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked
+
+
+def main():
+    module = kubernetes_module(dict(LEASE_OPTIONS, state=dict(type="str", choices=["held", "released"],
+                                                               default="held")))
+
+    def hold(client, settings):
+        keeper = LeaseKeeper(client, settings)
+        if module.params["state"] == "released":
+            released = keeper.release(module.check_mode)
+            return dict(changed=released, action="released" if released else "not held",
+                        reason="this run held it" if released else "this run does not hold it",
+                        lease=keeper.describe(keeper.read()))
+        try:
+            taken = keeper.take(module.check_mode)
+        except Blocked as exc:
+            if not module.check_mode:
+                raise
+            return dict(changed=False, action="refuse", reason=str(exc), lease=exc.result["lease"], warnings=[str(exc)])
+        return dict(taken, changed=True)
+
+    run_module(module, hold, lease_settings)
+
+
+if __name__ == "__main__":
+    main()
