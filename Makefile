@@ -1,7 +1,8 @@
 # One command for everything: `make test` on a fresh machine builds what it
 # needs (a venv, the control-plane binaries, the collection) and runs the unit,
-# integration and sanity tests and ansible-lint. `make demo` runs the main job
-# on the local control plane.
+# integration and sanity tests and ansible-lint, and checks the execution
+# environment's build context. `make demo` runs the main job on the local
+# control plane.
 SHELL := /bin/bash
 # ansible-core 2.20 needs Python 3.12 or newer; pyenv's is preferred to PATH's.
 PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12 python3.13 2>/dev/null))
@@ -12,12 +13,12 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link unit client-versions integration sanity lint bench demo down clean
+.PHONY: test venv cluster-bin collection checkout-link unit client-versions bench-smoke integration sanity lint ee-context bench demo down clean
 
 # The oldest and the newest kubernetes client that requirements.txt allows.
 KUBERNETES_CLIENT_VERSIONS := 29.0.0 37.0.2
 
-test: unit client-versions integration sanity lint
+test: unit client-versions bench-smoke integration sanity lint ee-context
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt tests/requirements.txt
@@ -63,8 +64,22 @@ lint: venv collection
 	# ansible-lint installs the collection it checks into ANSIBLE_HOME: keep that out of ~/.ansible.
 	ANSIBLE_HOME=$(CACHE)/ansible-home $(BIN)/ansible-lint --profile production
 
+# The execution environment's build context (execution-environment.yml), written and checked; no image is
+# built (that needs a container engine): `podman build -t <tag> .cache/ee-context` builds it from there.
+ee-context: venv collection
+	rm -rf $(CACHE)/ee $(CACHE)/ee-context
+	mkdir -p $(CACHE)/ee
+	cp $(CACHE)/dist/kubeops-rotation-*.tar.gz $(CACHE)/ee/kubeops-rotation.tar.gz
+	$(BIN)/ansible-builder create --file execution-environment.yml --context $(CACHE)/ee-context --output-filename Containerfile
+	$(BIN)/python tests/ee/check_context.py --context $(CACHE)/ee-context
+
+# The planners' scale benchmark at its two smallest sizes: a smoke test that it runs, not a timing test.
+bench-smoke: venv
+	$(BIN)/python tests/bench/planner_scale.py --quick --runs 1
+
 # Side-by-side benchmarks against the tools the collection replaces (not part of `make test`).
 bench: venv cluster-bin collection
+	$(BIN)/python tests/bench/planner_scale.py --json $(CACHE)/bench-planner-scale.json
 	$(BIN)/python tests/bench/drain_vs_kubectl.py
 	$(BIN)/python tests/bench/module_costs.py
 	$(BIN)/python tests/bench/rebalance_vs_descheduler.py
@@ -79,4 +94,5 @@ down:
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
 
 clean: down
-	rm -rf $(VENV) $(CACHE)/venv-kubernetes-* $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity
+	rm -rf $(VENV) $(CACHE)/venv-kubernetes-* $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity \
+	  $(CACHE)/ee $(CACHE)/ee-context

@@ -13,7 +13,7 @@ options:
   lease:
     description:
       - Hold the cluster's Lease (C(coordination.k8s.io/v1)) while this task
-        changes anything: it is taken (or renewed) before the first write and
+        changes anything. It is taken (or renewed) just before the first write and
         renewed every third of O(lease.duration) while the task waits, so that
         a second rotation, rebalance pass or drain is refused at once with a
         message naming the holder. The task does not release it; the run's

@@ -107,8 +107,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 
 
 def main():
-    module = kubernetes_module(dict(LEASE_OPTIONS, state=dict(type="str", choices=["held", "released"],
-                                                               default="held")))
+    module = kubernetes_module(dict(LEASE_OPTIONS,
+                                    state=dict(type="str", choices=["held", "released"], default="held")))
 
     def hold(client, settings):
         keeper = LeaseKeeper(client, settings)

@@ -19,7 +19,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement im
     domain_counts,
     fit,
     hard_spread_constraints,
-    hostname_anti_affinity_selectors,
+    anti_affinity_hit,
+    counts_itself,
+    hostname_anti_affinity_terms,
     node_accepts,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.duplicates import DuplicateTargets
@@ -76,9 +78,7 @@ def why_not_by_recount(room, subject, name):
     candidate = room.nodes[name]
     if not node_accepts(subject, candidate):
         return NO_MATCH
-    labels_here = [other["metadata"].get("labels") or {} for other in room.pods_by_node[name]]
-    if any(selector_matches(selector, labels) for selector in hostname_anti_affinity_selectors(subject)
-           for labels in labels_here):
+    if anti_affinity_hit(hostname_anti_affinity_terms(subject), room.pods_by_node[name]):
         return "hostname anti-affinity leaves no node"
     requests = pod_requests(subject)
     if any(room.free[name][resource] + 1e-9 < requests[resource] for resource in RESOURCES):
@@ -86,7 +86,8 @@ def why_not_by_recount(room, subject, name):
     for constraint in hard_spread_constraints(subject):
         counts = domain_counts(subject, constraint, room.nodes.values(), room.pods_by_node)
         domain = candidate["metadata"]["labels"].get(constraint.get("topologyKey"))
-        if domain is None or (counts and counts[domain] + 1 - min(counts.values()) > constraint.get("maxSkew", 1)):
+        itself = 1 if counts_itself(subject, constraint) else 0
+        if domain is None or (counts and counts[domain] + itself - min(counts.values()) > constraint.get("maxSkew", 1)):
             return "its topology spread constraint on %s would be broken" % constraint.get("topologyKey")
     return None
 

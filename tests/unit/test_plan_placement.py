@@ -171,3 +171,40 @@ def test_fit_tries_the_nodes_in_the_order_a_preference_gives_each_pod():
     assert placement == {"ns/from-a": "a-0", "ns/from-a-too": "a-1", "ns/from-b": "b-0"} and unplaced == []
     assert fit(pods, nodes, [])[0] == {"ns/from-a": "b-0", "ns/from-a-too": "b-0", "ns/from-b": "b-0"}, \
         "without a preference the first node with room wins"
+
+
+def test_anti_affinity_counts_the_pods_own_namespace_unless_the_term_names_others_as_the_scheduler_does():
+    from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
+        anti_affinity_hit,
+        hostname_anti_affinity_terms,
+    )
+
+    def subject(**term):
+        return pod("new", None, namespace="ns", affinity={"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [dict(
+                {"topologyKey": "kubernetes.io/hostname"}, **term)]}})
+
+    cache_elsewhere = pod("cache", "n1", app="cache", namespace="other")
+    by_label = {"labelSelector": {"matchLabels": {"app": "cache"}}}
+    assert not anti_affinity_hit(hostname_anti_affinity_terms(subject(**by_label)), [cache_elsewhere])
+    assert anti_affinity_hit(hostname_anti_affinity_terms(subject(namespaces=["other"], **by_label)),
+                             [cache_elsewhere])
+    assert anti_affinity_hit(hostname_anti_affinity_terms(subject(namespaceSelector={}, **by_label)),
+                             [cache_elsewhere])
+    assert hostname_anti_affinity_terms(subject()) == [], "a term without a label selector selects no pod"
+
+
+def test_a_pod_adds_to_its_spread_count_only_when_its_constraint_selects_it():
+    from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room
+
+    nodes = [node("a1", zone="a"), node("b1", zone="b")]
+    residents = [pod("web-1", "a1", app="web")]
+    counted_elsewhere = pod("x", None, app="other", topologySpreadConstraints=[{
+        "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}}}])
+    # a has 1 web pod, b 0: a pod the constraint does not select leaves the skew at 1 on a, so a is allowed.
+    assert Room(nodes, residents).why_not(counted_elsewhere, "a1") is None
+    selected = pod("web-2", None, app="web", topologySpreadConstraints=counted_elsewhere["spec"][
+        "topologySpreadConstraints"])
+    broken = "its topology spread constraint on %s would be broken" % ZONE
+    assert Room(nodes, residents).why_not(selected, "a1") == broken

@@ -90,10 +90,29 @@ def in_zones(node, zones):
     return zone_of(node) in zones.split(",")
 
 
-def hostname_anti_affinity_selectors(pod):
+def hostname_anti_affinity_terms(pod):
+    """(label selector, namespaces) of each required hostname anti-affinity term of the pod, as the scheduler
+    reads them: the pod's own namespace unless the term names others; None (every namespace) for a
+    namespaceSelector, which a plan cannot evaluate without the namespaces' labels, so it errs on the careful
+    side. A term without a label selector selects no pod and is left out."""
     terms = (((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution") or []
-    return [term.get("labelSelector") or {} for term in terms if term.get("topologyKey") == HOSTNAME_LABEL]
+    own = (pod.get("metadata") or {}).get("namespace")
+    return [(term["labelSelector"], None if term.get("namespaceSelector") is not None
+             else frozenset(term.get("namespaces") or [own]))
+            for term in terms if term.get("topologyKey") == HOSTNAME_LABEL and term.get("labelSelector") is not None]
+
+
+def anti_affinity_hit(terms, pods):
+    """Whether one of ``pods`` matches one of the anti-affinity ``terms`` (hostname_anti_affinity_terms)."""
+    return any(selector_matches(selector, (other.get("metadata") or {}).get("labels"))
+               and (namespaces is None or (other.get("metadata") or {}).get("namespace") in namespaces)
+               for selector, namespaces in terms for other in pods)
+
+
+def counts_itself(pod, constraint):
+    """Whether the pod adds to its own spread constraint's count: only when the constraint selects it."""
+    return selector_matches(constraint.get("labelSelector"), (pod.get("metadata") or {}).get("labels"))
 
 
 def hard_spread_constraints(pod):
@@ -101,15 +120,24 @@ def hard_spread_constraints(pod):
             if constraint.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"]
 
 
+def spread_topology_keys(pod):
+    """The topology keys of all the pod's DoNotSchedule constraints: the scheduler counts a node for any of
+    them only when it has every one of these labels."""
+    return tuple(sorted({constraint.get("topologyKey") for constraint in hard_spread_constraints(pod)}))
+
+
 def domain_counts(pod, constraint, nodes, pods_by_node):
     """Pods matching ``constraint``'s selector in the pod's namespace, per value of its topology key,
-    over the nodes whose labels the pod's node affinity selects (the scheduler's default policy)."""
+    over the nodes whose labels the pod's node affinity selects (the scheduler's default policy) and that
+    have the topology keys of all the pod's DoNotSchedule constraints."""
     namespace = pod["metadata"]["namespace"]
     key = constraint.get("topologyKey")
+    required = spread_topology_keys(pod)
     counts = {}
     for node in nodes:
-        domain = node_labels(node).get(key)
-        if domain is None or not matches_node_affinity(pod, node):
+        labels = node_labels(node)
+        domain = labels.get(key)
+        if domain is None or not matches_node_affinity(pod, node) or not all(k in labels for k in required):
             continue
         counts.setdefault(domain, 0)
         counts[domain] += sum(1 for other in pods_by_node.get(node["metadata"]["name"], ())
@@ -182,9 +210,10 @@ class _Eligible:
     """The nodes (``domains``, name -> domain of ``topology_key``) that the node affinity of ``sample``
     selects, how many there are per domain (``nodes_in``), and the _Spreads counted over them."""
 
-    def __init__(self, sample, topology_key, nodes):
+    def __init__(self, sample, topology_key, nodes, topology_keys=()):
         self.sample = sample
         self.topology_key = topology_key
+        self.topology_keys = topology_keys
         self.domains = {}
         self.nodes_in = {}
         self.spreads = []
@@ -192,8 +221,10 @@ class _Eligible:
             self.node_added(node)
 
     def node_added(self, node):
-        domain = node_labels(node).get(self.topology_key)
-        if domain is None or not matches_node_affinity(self.sample, node):
+        labels = node_labels(node)
+        domain = labels.get(self.topology_key)
+        if domain is None or not matches_node_affinity(self.sample, node) or \
+                not all(key in labels for key in self.topology_keys):
             return
         self.domains[node_name(node)] = domain
         self.nodes_in[domain] = self.nodes_in.get(domain, 0) + 1
@@ -224,16 +255,19 @@ class _Facts:
         self.affinity = json.dumps([spec.get("nodeSelector") or {}, required.get("nodeSelectorTerms") or []],
                                    sort_keys=True)
         self.acceptance = self.affinity + json.dumps(spec.get("tolerations") or [], sort_keys=True)
-        self.anti_affinity = hostname_anti_affinity_selectors(pod)
-        self.spreads = [(constraint, _spread_key(pod, constraint, self.affinity))
-                        for constraint in hard_spread_constraints(pod)]
+        self.anti_affinity = hostname_anti_affinity_terms(pod)
+        hard = hard_spread_constraints(pod)
+        topology_keys = spread_topology_keys(pod)
+        self.spreads = [(constraint, _spread_key(pod, constraint, self.affinity, topology_keys))
+                        for constraint in hard]
 
 
-def _spread_key(pod, constraint, affinity):
+def _spread_key(pod, constraint, affinity, topology_keys):
     """What a constraint's counts depend on: the pod's namespace, the constraint's topology key and
-    selector, and the pod's node affinity (``affinity``, as _Facts keys it)."""
+    selector, the pod's node affinity (``affinity``, as _Facts keys it) and the topology keys every
+    counted node must have (``topology_keys``, those of all the pod's DoNotSchedule constraints)."""
     return (pod["metadata"]["namespace"], constraint.get("topologyKey"),
-            json.dumps(constraint.get("labelSelector") or {}, sort_keys=True), affinity)
+            json.dumps(constraint.get("labelSelector") or {}, sort_keys=True), affinity, topology_keys)
 
 
 class Room:
@@ -457,16 +491,18 @@ class Room:
 
     def domain_counts(self, pod, constraint):
         """domain_counts(pod, constraint, self.nodes.values(), self.pods_by_node), from counts kept up to date."""
-        return dict(self._spread(pod, constraint, _spread_key(pod, constraint, self._facts_of(pod).affinity)).counts)
+        key = _spread_key(pod, constraint, self._facts_of(pod).affinity, spread_topology_keys(pod))
+        return dict(self._spread(pod, constraint, key).counts)
 
     def _spread(self, pod, constraint, key):
         spread = self._spreads.get(key)
         if spread is not None:
             return spread.counts
-        namespace, topology_key, _selector, affinity = key
-        eligible = self._eligible.get((affinity, topology_key))
+        namespace, topology_key, _selector, affinity, topology_keys = key
+        eligible = self._eligible.get((affinity, topology_key, topology_keys))
         if eligible is None:
-            eligible = self._eligible[(affinity, topology_key)] = _Eligible(pod, topology_key, self.nodes.values())
+            eligible = self._eligible[(affinity, topology_key, topology_keys)] = _Eligible(
+                pod, topology_key, self.nodes.values(), topology_keys)
         selector = constraint.get("labelSelector")
         spread = self._spreads[key] = _Spread(selector, eligible)
         for other, name in self.pods_matching(namespace, selector):
@@ -493,10 +529,7 @@ class Room:
         return None
 
     def _anti_affinity_refuses(self, facts, name):
-        if not facts.anti_affinity:
-            return False
-        labels_here = [other["metadata"].get("labels") or {} for other in self.pods_by_node[name]]
-        return any(selector_matches(selector, labels) for selector in facts.anti_affinity for labels in labels_here)
+        return bool(facts.anti_affinity) and anti_affinity_hit(facts.anti_affinity, self.pods_by_node[name])
 
     def _has_room(self, pod, name):
         requests = self.requests(pod)
@@ -511,7 +544,8 @@ class Room:
             domain = labels.get(constraint.get("topologyKey"))
             if domain is None:
                 return constraint
-            if counts.counts and counts.counts[domain] + 1 - counts.min > constraint.get("maxSkew", 1):
+            itself = 1 if counts_itself(pod, constraint) else 0
+            if counts.counts and counts.counts[domain] + itself - counts.min > constraint.get("maxSkew", 1):
                 return constraint
         return None
 
