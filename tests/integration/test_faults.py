@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from conftest import TEST_LABEL, wait_until
+from conftest import TEST_LABEL, delete_pool_nodes, wait_until
 from kube import DisruptionWatcher, deployment, eviction_requests, pdb, running_pods
 
 import cluster as local_cluster
@@ -43,3 +43,51 @@ def test_a_drain_rides_through_a_ten_second_api_server_outage_evicting_each_pod_
     assert evicted == 16, "each pod evicted once: %d successful evictions" % evicted
     assert watcher.min_ready["web"] >= 14, "the PDB (maxUnavailable 2) was crossed"
     assert not [pod for pod in cluster.pods(namespace, "app=web") if pod.spec.node_name in old]
+
+
+def during_outage(cluster, after, seconds=10):
+    """A thread that kills the API server ``after`` seconds from now and starts it again ``seconds`` later."""
+    def outage():
+        time.sleep(after)
+        local_cluster.outage(cluster.state_dir, "kube-apiserver", seconds)
+
+    return threading.Thread(target=outage)
+
+
+def test_a_rollout_restart_waits_through_an_outage_and_restarts_once(
+        cluster, namespace, make_nodes, run_play, test_id):
+    if not cluster.state_dir:
+        pytest.skip("stopping the API server needs the local control plane")
+    make_nodes(2)
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 6, {TEST_LABEL: test_id}))
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 6), 120, "6 web pods")
+    generation = cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation
+    fault = during_outage(cluster, after=3)
+    fault.start()
+    play = run_play([{"kubeops.rotation.rollout_restart": {
+        "targets": [{"kind": "Deployment", "namespace": namespace, "name": "web"}],
+        "restart_id": "outage-" + test_id, "timeout": 180}}])
+    fault.join()
+    assert play.rc == 0, play
+    assert play.steps[0]["workloads"][0]["rollout"] == "done"
+    assert cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation == generation + 1, \
+        "restarted exactly once"
+
+
+def test_warm_nodes_wait_through_an_outage_and_the_provisioner_survives_it(cluster, namespace, run_play, test_id):
+    if not cluster.state_dir or not cluster.has_provisioner:
+        pytest.skip("stopping the API server needs the local control plane and its test provisioner")
+    fault = during_outage(cluster, after=1)
+    fault.start()
+    try:
+        play = run_play([{"kubeops.rotation.warm_nodes": {
+            "name": "warm", "namespace": namespace, "node_selector": {"kubeops.io/pool": "warm"},
+            "priority_class": test_id, "count": 2, "timeout": 180}}])
+        fault.join()
+        assert play.rc == 0, play
+        assert len(play.steps[0]["nodes"]) == 2
+    finally:
+        fault.join()
+        run_play([{"kubeops.rotation.warm_nodes": {"name": "warm", "namespace": namespace,
+                                                   "priority_class": test_id, "state": "absent"}}])
+        delete_pool_nodes(cluster)
