@@ -30,6 +30,7 @@ sys.path.insert(0, CLUSTER_DIR)
 import cluster as local_cluster  # noqa: E402
 from ansible_run import INSTALLED_COLLECTIONS, run_collection_playbook, run_tasks  # noqa: E402
 from clients import ClusterClients  # noqa: E402
+from demo import Demo  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 
 TEST_LABEL = "kubeops.io/test"
@@ -182,3 +183,21 @@ def run_play(cluster, tmp_path):
                          check=check, verbosity=verbosity)
 
     return run
+
+
+@pytest.fixture
+def demo(cluster, test_id):
+    """The demo's scenario (tests/cluster/demo.py) under this test's prefix; its namespace, old nodes and
+    the pool nodes the provisioner made are deleted afterwards."""
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
+    scenario.setup()
+    yield scenario
+    cluster.core.delete_namespace(scenario.namespace)
+    for name in scenario.old_nodes:
+        try:
+            cluster.core.delete_node(name)
+        except Exception:  # pylint: disable=broad-except  # already retired by the rotation
+            pass
+    delete_pool_nodes(cluster)

@@ -27,35 +27,15 @@ import ansible_runner
 import pytest
 import yaml
 from ansible_run import INSTALLED_COLLECTIONS
-from conftest import CLUSTER_DIR, REPO, TEST_LABEL, delete_pool_nodes, wait_until
+from conftest import REPO, TEST_LABEL, wait_until
 from kube import DisruptionWatcher, deployment, running_pods
 from kubernetes import client as k8s_client
-
-sys.path.insert(0, CLUSTER_DIR)
-
-from demo import Demo  # noqa: E402
 
 PROJECT_PLAYBOOKS = os.path.join(REPO, "docs", "awx")
 AWX_VARIABLES = {"awx_job_id": 4242, "awx_job_template_name": "Rotate nodes"}
 ZONE = "topology.kubernetes.io/zone"
 APPS = ("web", "api", "worker")
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
-
-
-@pytest.fixture
-def demo(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
-    scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
-    scenario.setup()
-    yield scenario
-    cluster.core.delete_namespace(scenario.namespace)
-    for name in scenario.old_nodes:
-        try:
-            cluster.core.delete_node(name)
-        except Exception:  # pylint: disable=broad-except  # already retired by the rotation
-            pass
-    delete_pool_nodes(cluster)
 
 
 def private_data_dir(base, playbook, extravars, credential):

@@ -4,33 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 
-import pytest
 from ansible_run import run_collection_playbook
-from conftest import CLUSTER_DIR, delete_pool_nodes, wait_until
-
-sys.path.insert(0, CLUSTER_DIR)
-
-from demo import Demo  # noqa: E402
+from conftest import wait_until
 
 LEASE = ("kubeops-rotation", "kube-system")
-
-
-@pytest.fixture
-def demo(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
-    scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
-    scenario.setup()
-    yield scenario
-    cluster.core.delete_namespace(scenario.namespace)
-    for name in scenario.old_nodes:
-        try:
-            cluster.core.delete_node(name)
-        except Exception:  # pylint: disable=broad-except  # already retired by the rotation
-            pass
-    delete_pool_nodes(cluster)
 
 
 def lease_holder(cluster):

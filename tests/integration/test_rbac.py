@@ -18,19 +18,14 @@ import base64
 import json
 import os
 import re
-import sys
 
 import pytest
 import yaml
 from ansible_run import run_collection_playbook
-from conftest import CLUSTER_DIR, REPO, delete_pool_nodes, wait_until
+from conftest import REPO, wait_until
 from kube import DisruptionWatcher
 from kubernetes import client as k8s_client
 from kubernetes.client.rest import ApiException
-
-sys.path.insert(0, CLUSTER_DIR)
-
-from demo import Demo  # noqa: E402
 
 RBAC_FILE = os.path.join(REPO, "docs", "rbac.yaml")
 SYSTEM = "kube-system"
@@ -116,22 +111,6 @@ def _can_list_nodes(core):
         if exc.status in (401, 403):
             return False
         raise
-
-
-@pytest.fixture
-def demo(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
-    scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
-    scenario.setup()
-    yield scenario
-    cluster.core.delete_namespace(scenario.namespace)
-    for name in scenario.old_nodes:
-        try:
-            cluster.core.delete_node(name)
-        except Exception:  # pylint: disable=broad-except  # already retired by the rotation
-            pass
-    delete_pool_nodes(cluster)
 
 
 def rotate_as(demo, connection, work_dir, check=False, extra=None):

@@ -8,35 +8,17 @@ import signal
 import sys
 import time
 
-import pytest
 import yaml
 from ansible_run import run_collection_playbook
-from conftest import CLUSTER_DIR, TEST_LABEL, delete_pool_nodes, wait_until
+from conftest import CLUSTER_DIR, TEST_LABEL, wait_until
 from kube import deployment, running_pods
 
 sys.path.insert(0, CLUSTER_DIR)
 
 import cluster as local_cluster  # noqa: E402
-from demo import Demo  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
-
-
-@pytest.fixture
-def demo(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
-    scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
-    scenario.setup()
-    yield scenario
-    cluster.core.delete_namespace(scenario.namespace)
-    for name in scenario.old_nodes:
-        try:
-            cluster.core.delete_node(name)
-        except Exception:  # pylint: disable=broad-except  # already retired by the rotation
-            pass
-    delete_pool_nodes(cluster)
 
 
 def restarted_at(cluster, namespace):
