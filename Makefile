@@ -13,12 +13,16 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link unit client-versions bench-smoke integration sanity lint ee-context bench demo down clean
+.PHONY: test venv cluster-bin collection checkout-link unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo down clean
 
-# The oldest and the newest kubernetes client that requirements.txt allows.
-KUBERNETES_CLIENT_VERSIONS := 29.0.0 37.0.2
+# The version matrix, as ansible-core,Python,kubernetes: the oldest ansible-core that meta/runtime.yml allows on a
+# controller Python it supports, with the oldest kubernetes client that requirements.txt allows; the newest of each.
+MATRIX := 2.16.19,3.11,29.0.0 2.21.5,3.13,37.0.2
+# What the matrix runs besides tests/unit: modules and the drain_node and rebalance roles through ansible-playbook.
+MATRIX_INTEGRATION := tests/integration/test_cluster_info.py tests/integration/test_drain_node.py \
+  tests/integration/test_rebalance.py::test_one_pass_evens_out_added_nodes_within_the_pdb_and_a_second_pass_changes_nothing
 
-test: unit client-versions bench-smoke integration sanity lint ee-context
+test: unit matrix bench-smoke integration sanity lint ee-context release-check
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt tests/requirements.txt
@@ -44,17 +48,25 @@ checkout-link:
 unit: venv
 	$(BIN)/python -m pytest tests/unit
 
-# The client tests on every end of the kubernetes client range we promise, each in a venv of its own.
-client-versions: venv
-	set -e; for version in $(KUBERNETES_CLIENT_VERSIONS); do \
-	  env=$(CACHE)/venv-kubernetes-$$version; \
-	  test -f $$env/.installed || { $(PYTHON) -m venv $$env && \
-	    $$env/bin/pip install --quiet kubernetes==$$version $$(grep -E '^(ansible-core|jmespath|pytest)==' tests/requirements.txt) && \
-	    touch $$env/.installed; }; \
-	  echo "kubernetes $$version:"; $$env/bin/python -m pytest -q tests/unit/test_client.py; \
-	done
+# The unit tests and MATRIX_INTEGRATION on each combination of MATRIX, each in a venv of its own under
+# .cache/matrix (made once, pinned), with the collection installed by `make collection`; a line per combination.
+matrix: venv cluster-bin collection checkout-link
+	$(BIN)/python tests/matrix/run.py $(addprefix --combo ,$(MATRIX)) $(addprefix --integration ,$(MATRIX_INTEGRATION))
 
-integration: venv cluster-bin collection checkout-link
+# ansible-rulebook in a venv of its own (its rule engine, drools_jpy, runs on a JDK 17 or newer: JAVA_HOME, else java on
+# PATH), with the ansible-core, ansible-runner and kubernetes of tests/requirements.txt; tests/integration/test_eda_source.py
+# runs the collection's rulebook with it.
+ANSIBLE_RULEBOOK_VERSION := 1.3.2
+RULEBOOK_VENV := $(CACHE)/venv-rulebook
+export JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-* /usr/lib/jvm/java-21-openjdk-*))
+rulebook-venv: $(RULEBOOK_VENV)/.installed
+$(RULEBOOK_VENV)/.installed: tests/requirements.txt
+	$(PYTHON) -m venv $(RULEBOOK_VENV)
+	$(RULEBOOK_VENV)/bin/pip install --quiet ansible-rulebook==$(ANSIBLE_RULEBOOK_VERSION) \
+	  $$(grep -E '^(ansible-core|ansible-runner|kubernetes)==' tests/requirements.txt)
+	touch $@
+
+integration: venv cluster-bin collection checkout-link rulebook-venv
 	$(BIN)/python -m pytest tests/integration
 
 sanity: venv
@@ -72,6 +84,14 @@ ee-context: venv collection
 	cp $(CACHE)/dist/kubeops-rotation-*.tar.gz $(CACHE)/ee/kubeops-rotation.tar.gz
 	$(BIN)/ansible-builder create --file execution-environment.yml --context $(CACHE)/ee-context --output-filename Containerfile
 	$(BIN)/python tests/ee/check_context.py --context $(CACHE)/ee-context
+
+# The release as it ships: the changelog fragments and changelog.yaml, and a fresh build of the working tree into a temporary folder
+# (tests/release/test_build.py: no cache, venv, build folder, archive or binary inside, MANIFEST.json's version
+# is galaxy.yml's, the top-level paths are the expected ones).
+release-check: venv
+	$(BIN)/antsibull-changelog lint
+	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+	$(BIN)/python -m pytest tests/release
 
 # The planners' scale benchmark at its two smallest sizes: a smoke test that it runs, not a timing test.
 bench-smoke: venv
@@ -94,5 +114,5 @@ down:
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
 
 clean: down
-	rm -rf $(VENV) $(CACHE)/venv-kubernetes-* $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity \
+	rm -rf $(VENV) $(CACHE)/matrix $(CACHE)/venv-rulebook $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity \
 	  $(CACHE)/ee $(CACHE)/ee-context

@@ -18,6 +18,11 @@ description:
   - Never changes anything.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+seealso:
+  - module: kubeops.rotation.rotation_plan
+    description: Plans a rotation of the nodes, also without changing anything.
+  - module: kubeops.rotation.cordon
+    description: Cordons nodes, recording the identity this module reports.
 options:
   node_selector:
     description:
@@ -90,31 +95,40 @@ nodes:
     name:
       description: Node name.
       type: str
+      sample: ip-10-0-1-5.ec2.internal
     ready:
       description: Whether the Ready condition is True.
       type: bool
+      sample: true
     unschedulable:
       description: Whether the node is cordoned (C(spec.unschedulable)).
       type: bool
+      sample: false
     schedulable:
       description: Ready, not cordoned, and without a NoSchedule or NoExecute taint.
       type: bool
+      sample: true
     taints:
       description: The node's taints.
       type: list
       elements: dict
+      sample: [{key: kubeops.io/rotating, value: ami-2026-12, effect: PreferNoSchedule}]
     zone:
       description: The C(topology.kubernetes.io/zone) label, or null.
       type: str
+      sample: eu-west-1a
     kubelet_version:
       description: The kubelet version the node reports.
       type: str
+      sample: v1.35.4
     created:
       description: Creation time, RFC 3339.
       type: str
+      sample: "2026-11-20T08:12:45Z"
     labels:
       description: The node's labels.
       type: dict
+      sample: {kubernetes.io/hostname: ip-10-0-1-5.ec2.internal, topology.kubernetes.io/zone: eu-west-1a}
 summary:
   description: Counts of the selected nodes.
   returned: always

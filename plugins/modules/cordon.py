@@ -24,6 +24,18 @@ description:
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
+seealso:
+  - module: kubeops.rotation.evict
+    description: Drains the cordoned nodes through the Eviction API.
+  - module: kubeops.rotation.rotation_state
+    description: Records the later phases of a rotation on the nodes O(rotation_id) marks as cordoned.
+  - module: kubeops.rotation.rotation_plan
+    description: Plans which nodes a rotation cordons, batch by batch.
+  - module: kubeops.rotation.lease
+    description: The cluster's Lease that O(lease) takes before the first write.
+  - name: kubeops.rotation.drain_node role
+    description: Cordon, guarded eviction and a check of what is left, in one role (C(ansible-doc -t role kubeops.rotation.drain_node)).
+    link: roles/drain_node/meta/argument_specs.yml
 options:
   nodes:
     description:
@@ -118,21 +130,27 @@ nodes:
     name:
       description: Node name.
       type: str
+      sample: ip-10-0-1-5.ec2.internal
     action:
       description: V(cordon), V(uncordon), or V(none) when the node is left as it is.
       type: str
+      sample: cordon
     changed:
       description: Whether the node was (in check mode, would be) changed.
       type: bool
+      sample: true
     reason:
       description: Why, in words, for example V(cordoned by someone else, not by kubeops.rotation; left cordoned (force true uncordons it)).
       type: str
+      sample: cordoned
     unschedulable:
       description: Whether the node is cordoned afterwards.
       type: bool
+      sample: true
     cordoned_by:
       description: The C(kubeops.io/cordoned-by) annotation afterwards, or null.
       type: str
+      sample: system:serviceaccount:kube-system:kubeops-rotation
   sample:
     - {name: node-1, action: cordon, changed: true, reason: cordoned, unschedulable: true, cordoned_by: admin}
 summary:
@@ -144,10 +162,27 @@ diff:
   description: Before and after of the cordon fields, per node name, for the nodes that change.
   returned: when diff mode is on
   type: dict
+  contains:
+    before:
+      description: Per node name, C(unschedulable), the C(kubeops.io/) cordon annotations and whether our taint is there, before.
+      type: dict
+      sample: {node-1: {unschedulable: false, annotations: {}, taint: false}}
+    after:
+      description: The same fields afterwards (in check mode, as they would be).
+      type: dict
+      sample:
+        node-1:
+          unschedulable: true
+          annotations:
+            kubeops.io/cordoned-by: admin
+            kubeops.io/cordon-reason: rotation ami-2026-12
+            kubeops.io/cordoned-at: "2026-12-03T10:15:02Z"
+          taint: false
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 4
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

@@ -32,6 +32,22 @@ description:
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
+seealso:
+  - module: kubeops.rotation.cordon
+    description: Cordons the nodes first, so that the evicted pods do not come back.
+  - module: kubeops.rotation.rollout_restart
+    description: Moves the pods that should not be evicted (do-not-disrupt, single replicas, PDBs at zero) by surging first.
+  - module: kubeops.rotation.warm_nodes
+    description: Brings up room for the evicted pods before they leave.
+  - module: kubeops.rotation.rotation_plan
+    description: Plans which pods of each batch a rotation evicts and which it restarts.
+  - module: kubeops.rotation.rebalance
+    description: Plans moves that even out the pods, then evicts them through the same guarded engine.
+  - module: kubeops.rotation.lease
+    description: The cluster's Lease that O(lease) takes before the first eviction and renews while waiting.
+  - name: kubeops.rotation.drain_node role
+    description: Cordon, guarded eviction and a check of what is left, in one role (C(ansible-doc -t role kubeops.rotation.drain_node)).
+    link: roles/drain_node/meta/argument_specs.yml
 options:
   nodes:
     description:
@@ -216,48 +232,60 @@ pods:
     name:
       description: Pod name.
       type: str
+      sample: web-7f9c4d8b6-x2kqp
     namespace:
       description: Pod namespace.
       type: str
+      sample: shop
     node:
       description: Node the pod was on.
       type: str
+      sample: ip-10-0-1-5.ec2.internal
     owner:
       description: C(Kind/name) of the pod's controller, or null for a bare pod.
       type: str
+      sample: ReplicaSet/web-7f9c4d8b6
     action:
       description: >-
         The plan for the pod, V(evict), V(delete) (terminal pods), V(wait) (already being deleted, for example
         by a rollout: waited for until it is gone), V(skip) or V(refuse).
       type: str
+      sample: evict
     reason:
       description: >-
         The filter that decided: V(evictable), V(daemonset), V(mirror),
         V(terminal), V(terminating), V(namespace), V(unreplicated),
         V(local-storage), V(do-not-disrupt), V(system-critical).
       type: str
+      sample: evictable
     outcome:
       description: >-
         V(evicted), V(deleted), V(skipped), V(refused), V(blocked) (by a PDB at
         the deadline), V(terminating) (evicted or already being deleted, not
         yet gone at the deadline), V(gone) (gone before we evicted it, or
         already being deleted and now gone), V(failed), V(pending) (not
-        attempted), or V(planned) in check mode.
+        attempted), or V(planned) in check mode. When refused pods stop the
+        call before any eviction, the other pods are V(not attempted).
       type: str
+      sample: evicted
     detail:
       description: The reason in words, or the API server's message.
       type: str
+      sample: ""
     notes:
       description: Facts that do not change the decision, for example the PVCs used and their volume's zone.
       type: list
       elements: str
+      sample: [uses PVC data-db-0 (volume bound to zone eu-west-1a)]
     attempts:
       description: Eviction requests made for the pod (429 retries included).
       type: int
+      sample: 3
     pdbs:
       description: The PDBs that blocked the pod, with their status, when it was blocked.
       type: list
       elements: str
+      sample: ["PDB shop/web-pdb (currentHealthy 3, desiredHealthy 3, disruptionsAllowed 0)"]
 summary:
   description: Number of pods per outcome, and C(remaining), the pods other than DaemonSet, mirror and terminal pods left on the drained nodes.
   returned: always
@@ -265,28 +293,33 @@ summary:
   sample: {evicted: 12, skipped: 3, remaining: 0}
 remaining:
   description: Pods still on the drained nodes that a drain should have removed (C(namespace/name)).
-  returned: when nodes are drained and not in check mode
+  returned: when nodes are drained with O(wait), not in check mode
   type: list
   elements: str
+  sample: []
 nodes:
   description: The drained nodes.
   returned: always
   type: list
   elements: str
+  sample: [ip-10-0-1-5.ec2.internal, ip-10-0-2-7.ec2.internal]
 steered_nodes:
-  description: The nodes steered away from with O(keep_zones), for the time of the call.
-  returned: always
+  description: The nodes steered away from with O(keep_zones), for the time of the call; empty without it.
+  returned: when not in check mode
   type: list
   elements: str
   version_added: 0.2.0
+  sample: [ip-10-0-3-9.ec2.internal]
 elapsed_seconds:
   description: Wall time of the call.
   returned: always
   type: float
+  sample: 42.7
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 37
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

@@ -25,6 +25,15 @@ description:
     happen, and warns instead of failing when another run holds the Lease.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+seealso:
+  - module: kubeops.rotation.cordon
+    description: Takes the Lease with its O(kubeops.rotation.cordon#module:lease) option before it cordons.
+  - module: kubeops.rotation.evict
+    description: Takes and renews the Lease with its O(kubeops.rotation.evict#module:lease) option while it drains.
+  - module: kubeops.rotation.rebalance
+    description: A rebalance pass, which the C(rebalance) role runs under the Lease.
+  - module: kubeops.rotation.rotation_state
+    description: Records a rotation's phases; the C(rotate_nodes) role holds the Lease for the whole rotation.
 options:
   run_id:
     description: The run, for example a rotation id.
@@ -82,18 +91,54 @@ action:
     check mode when another run holds it.
   returned: always
   type: str
+  sample: acquire
 reason:
   description: Why, in words.
   returned: always
   type: str
+  sample: the last holder released it
 lease:
-  description: The Lease (C(name), C(namespace), C(holder), C(run_id), C(acquired), C(renewed), C(expires), C(duration_seconds)).
+  description: The Lease as read or written; empty when there is none.
   returned: always
   type: dict
+  contains:
+    name:
+      description: Name of the Lease.
+      type: str
+      sample: kubeops-rotation
+    namespace:
+      description: Namespace of the Lease.
+      type: str
+      sample: kube-system
+    holder:
+      description: Its C(holderIdentity), or null once released.
+      type: str
+      sample: ami-2026-12 (host runner-1, pid 4242)
+    run_id:
+      description: The run id recorded on the Lease.
+      type: str
+      sample: ami-2026-12
+    acquired:
+      description: Its C(acquireTime).
+      type: str
+      sample: "2026-12-03T10:15:02.123456Z"
+    renewed:
+      description: Its C(renewTime).
+      type: str
+      sample: "2026-12-03T10:20:02.654321Z"
+    expires:
+      description: When it expires unless renewed, or null when nobody holds it.
+      type: str
+      sample: "2026-12-03T10:25:02.654321Z"
+    duration_seconds:
+      description: Its C(leaseDurationSeconds).
+      type: int
+      sample: 300
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 2
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

@@ -31,6 +31,16 @@ description:
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
+seealso:
+  - module: kubeops.rotation.evict
+    description: The guarded eviction engine the pass moves pods with; the same limits and outcomes.
+  - module: kubeops.rotation.rotation_plan
+    description: Plans a rotation of nodes (replacing them) rather than moving pods between the nodes that stay.
+  - module: kubeops.rotation.lease
+    description: The cluster's Lease that O(lease) takes before the first write, so that one pass runs at a time.
+  - name: kubeops.rotation.rebalance role
+    description: The pass with its summary, a JSON report and a skew check (C(ansible-doc -t role kubeops.rotation.rebalance)).
+    link: roles/rebalance/meta/argument_specs.yml
 options:
   strategies:
     description:
@@ -182,30 +192,43 @@ moves:
     pod:
       description: C(namespace/name) of the pod to move.
       type: str
+      sample: shop/web-7f9c4d8b6-x2kqp
     owner:
       description: C(namespace/Kind/name) of its owner (a Deployment for its ReplicaSets).
       type: str
+      sample: shop/Deployment/web
     from:
       description: The node it is on.
       type: str
+      sample: node-1
     to:
       description: The node the plan puts its replacement on.
       type: str
+      sample: node-4
     strategy:
       description: The strategy that planned it.
       type: str
+      sample: duplicates
     reason:
       description: Why, in words.
       type: str
+      sample: shop/Deployment/web has 3 on node-1, 0 on node-4
     outcome:
       description: What the eviction did, as in M(kubeops.rotation.evict) (V(evicted), V(blocked)...); real runs only.
       type: str
+      sample: evicted
+    detail:
+      description: The eviction's detail in words, or the API server's message, as in M(kubeops.rotation.evict); real runs only.
+      type: str
+      sample: ""
     landed_on:
       description: The node a replacement of its owner landed on (matched to this move); real runs only.
       type: str
+      sample: node-4
     as_planned:
       description: Whether that is the planned node; real runs only.
       type: bool
+      sample: true
 stuck:
   description: What stays uneven after the plan, and why no move could help (no room, selectors, do-not-disrupt, caps).
   returned: always
@@ -217,60 +240,104 @@ left_out:
   returned: always
   type: list
   elements: dict
+  sample: [{name: node-3, reason: cordoned}]
 nodes:
   description: The nodes of the pass.
   returned: always
   type: list
   elements: str
+  sample: [node-1, node-2, node-4]
 skew_before:
-  description: >-
-    The spread before the pass. C(owners) maps each owner to its pods per
-    node (C(nodes)), C(skew), pods per zone (C(zones)) and C(zone_skew);
-    C(max_skew) and C(max_zone_skew) are the largest; C(constraints) lists
-    each DoNotSchedule topology spread constraint with its pods per domain;
-    C(utilization) is each node's most used resource in percent.
+  description: The spread before the pass.
   returned: always
   type: dict
+  contains:
+    owners:
+      description: >-
+        Per owner (C(namespace/Kind/name)), its pods (C(pods)), pods per node (C(nodes)), C(skew), pods per
+        zone (C(zones)) and C(zone_skew).
+      type: dict
+      sample: {shop/Deployment/web: {pods: 4, nodes: {node-1: 3, node-2: 1, node-4: 0}, skew: 3,
+                                     zones: {zone-a: 3, zone-b: 1}, zone_skew: 2}}
+    max_skew:
+      description: The largest C(skew) of an owner.
+      type: int
+      sample: 3
+    max_zone_skew:
+      description: The largest C(zone_skew) of an owner.
+      type: int
+      sample: 2
+    constraints:
+      description: Each DoNotSchedule topology spread constraint (C(constraint)), its C(max_skew), pods per domain (C(domains)) and C(skew).
+      type: list
+      elements: dict
+      sample: [{constraint: 'search topology.kubernetes.io/zone {"matchLabels": {"app": "search"}} maxSkew=1',
+                max_skew: 1, domains: {zone-a: 3, zone-b: 1}, skew: 2}]
+    utilization:
+      description: Each node's most used resource, in percent of its allocatable.
+      type: dict
+      sample: {node-1: 82.5, node-2: 40.0, node-4: 12.5}
+    utilization_spread:
+      description: The highest C(utilization) less the lowest.
+      type: float
+      sample: 70.0
 skew_predicted:
-  description: The same, as the plan predicts it after the moves.
+  description: The same as RV(skew_before), as the plan predicts it after the moves.
   returned: always
   type: dict
+  sample: {owners: {shop/Deployment/web: {pods: 4, nodes: {node-1: 2, node-2: 1, node-4: 1}, skew: 1,
+                                          zones: {zone-a: 2, zone-b: 2}, zone_skew: 0}},
+           max_skew: 1, max_zone_skew: 0, constraints: [], utilization: {node-1: 60.0, node-2: 40.0, node-4: 35.0},
+           utilization_spread: 25.0}
 skew_after:
-  description: The same, measured on the cluster after the pass.
-  returned: when pods were moved
+  description: The same as RV(skew_before), measured on the cluster after the pass.
+  returned: when moves were planned, not in check mode
   type: dict
+  sample: {owners: {shop/Deployment/web: {pods: 4, nodes: {node-1: 2, node-2: 1, node-4: 1}, skew: 1,
+                                          zones: {zone-a: 2, zone-b: 2}, zone_skew: 0}},
+           max_skew: 1, max_zone_skew: 0, constraints: [], utilization: {node-1: 60.0, node-2: 40.0, node-4: 35.0},
+           utilization_spread: 25.0}
 back_on_source:
-  description: Replacements that landed on a node a pod of their owner was moved from.
-  returned: when pods were moved
+  description: Replacements that landed on a node a pod of their owner was moved from (C(owner), C(node)).
+  returned: when moves were planned, not in check mode
   type: list
   elements: dict
+  sample: [{owner: shop/Deployment/web, node: node-1}]
 steered_nodes:
   description: The nodes tainted during the pass.
-  returned: when pods were moved
+  returned: when moves were planned, not in check mode
   type: list
   elements: str
+  sample: [node-1, node-2]
 evictions:
   description: Number of moved pods per eviction outcome.
-  returned: when pods were moved
+  returned: when moves were planned, not in check mode
   type: dict
+  sample: {evicted: 2}
 removed_leftover_taints:
   description: Nodes whose steering taint, left by an interrupted pass, was removed.
   returned: always
   type: list
   elements: str
+  sample: []
 summary:
   description: The plan and the measured result in a few lines.
   returned: always
   type: list
   elements: str
+  sample:
+    - "Rebalance over 3 node(s): 1 move(s) (duplicates 1); max skew per owner 3 -> 2, per zone 2 -> 0."
+    - "move shop/web-7f9c4d8b6-x2kqp (shop/Deployment/web): node-1 -> node-4 [duplicates]"
 elapsed_seconds:
   description: Wall time of the evictions and the wait (0 when nothing moved).
   returned: always
   type: float
+  sample: 18.4
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 41
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

@@ -26,6 +26,17 @@ description:
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
+seealso:
+  - module: kubeops.rotation.evict
+    description: Moves the other pods by guarded eviction; it refuses do-not-disrupt pods that this module moves.
+  - module: kubeops.rotation.warm_nodes
+    description: Brings up room for the surge before the restart.
+  - module: kubeops.rotation.rotation_plan
+    description: Says which workloads each batch of a rotation restarts, as O(targets) takes them.
+  - module: kubeops.rotation.cordon
+    description: Cordons the nodes the pods leave, so that their replacements go elsewhere.
+  - module: kubeops.rotation.lease
+    description: The cluster's Lease that O(lease) takes before the first restart and renews while waiting.
 options:
   targets:
     description:
@@ -155,54 +166,67 @@ workloads:
     kind:
       description: Deployment, StatefulSet or DaemonSet.
       type: str
+      sample: StatefulSet
     namespace:
       description: Namespace.
       type: str
+      sample: shop
     name:
       description: Name.
       type: str
+      sample: db
     action:
       description: V(restarted), V(already_restarted), or V(planned) in check mode.
       type: str
+      sample: restarted
     reason:
       description: Why, in words.
       type: str
+      sample: restarted
     rollout:
       description: V(done), V(stuck) (reported, not waited on), V(timeout), or V(not waited).
       type: str
+      sample: done
     rollout_message:
       description: The rollout's status in kubectl's words, with conditions when it did not finish.
       type: str
+      sample: StatefulSet shop/db successfully rolled out
     seconds:
       description: Time spent on this workload.
       type: float
+      sample: 24.6
     pods_on_nodes:
       description: With O(on_nodes), the pods that made this workload a target (C(namespace/name on node)).
       type: list
       elements: str
+      sample: [shop/db-0 on ip-10-0-1-5.ec2.internal]
     landed_on_avoided_nodes:
       description: Pods of the workload found on O(avoid_nodes) after its rollout.
       type: list
       elements: str
+      sample: []
 summary:
   description: Counts of workloads by action and by rollout state.
   returned: always
   type: dict
   sample: {workloads: 3, restarted: 2, already_restarted: 1, done: 3}
 steered_nodes:
-  description: The nodes steered away from with O(keep_zones), for the time of the call.
+  description: The nodes steered away from with O(keep_zones), for the time of the call; empty without it.
   returned: always
   type: list
   elements: str
   version_added: 0.2.0
+  sample: [ip-10-0-3-9.ec2.internal]
 elapsed_seconds:
   description: Wall time of the call.
   returned: always
   type: float
+  sample: 31.2
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 12
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

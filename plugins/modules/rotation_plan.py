@@ -12,7 +12,8 @@ version_added: 0.1.0
 description:
   - Picks the nodes to rotate, O(nodes) by name or O(node_selector) plus
     drift rules (kubelet version, a label value, age, an annotation or a
-    taint), leaving out nodes this O(rotation_id) already rotated.
+    taint, or Karpenter's own verdict with O(karpenter_drifted)), leaving out
+    nodes this O(rotation_id) already rotated.
   - Groups them into batches of at most O(batch_size) nodes, one zone
     (C(topology.kubernetes.io/zone)) at a time.
   - For every pod on those nodes it says how it will move. Rollout restart
@@ -32,11 +33,27 @@ description:
   - An information module, it never changes anything.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+seealso:
+  - module: kubeops.rotation.rotation_state
+    description: Records each node's phase; nodes drained or retired under the same O(rotation_id) are left out of the plan.
+  - module: kubeops.rotation.cordon
+    description: Cordons a batch's nodes.
+  - module: kubeops.rotation.warm_nodes
+    description: Brings up a batch's warm nodes, per zone as RV(batches[].warm_zones) gives them.
+  - module: kubeops.rotation.rollout_restart
+    description: Moves the workloads of RV(batches[].restart) by surging first.
+  - module: kubeops.rotation.evict
+    description: Moves the pods of RV(batches[].evict) by guarded eviction.
+  - module: kubeops.rotation.rebalance
+    description: Plans moves between the nodes that stay, rather than replacing nodes.
+  - name: kubeops.rotation.rotate_nodes role
+    description: Runs this plan batch by batch (C(ansible-doc -t role kubeops.rotation.rotate_nodes)).
+    link: roles/rotate_nodes/meta/argument_specs.yml
 options:
   nodes:
     description:
       - Nodes to rotate, by name. Every one must exist.
-      - An empty name is refused, and so is an empty list without O(node_selector)
+      - An empty name is refused, and so is an empty list without O(node_selector) or O(karpenter_drifted)
         (unless only RV(zone_counts) of O(zone_counts_of) is wanted), before any request.
     type: list
     elements: str
@@ -70,6 +87,32 @@ options:
     type: list
     elements: str
     default: []
+  karpenter_drifted:
+    description:
+      - Rotate the nodes whose Karpenter NodeClaim (C(karpenter.sh/v1)) is C(Drifted=True), for example after a
+        NodePool or NodeClass change; each node of RV(nodes) gives, among its reasons, the NodeClaim and why it drifted.
+      - Without O(nodes) or O(node_selector), every node that has a NodeClaim (of O(karpenter_nodepools), when
+        given) is a candidate.
+      - NodeClaims are listed once per plan. A cluster without Karpenter's NodeClaims is refused.
+    type: bool
+    default: false
+    version_added: 0.3.0
+  karpenter_nodepools:
+    description: With O(karpenter_drifted), only the NodeClaims of these NodePools count.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
+  karpenter_budgets:
+    description:
+      - >-
+        Make batches no larger than the chosen nodes' NodePools let Karpenter disrupt for reason C(Drifted) now
+        (C(spec.disruption.budgets), the most restrictive budget in force, a percent counted on the pool's nodes and
+        rounded up, 10% when a pool has none), and never larger than O(batch_size).
+      - A pool that allows none now puts its budget in RV(abort_reasons). RV(budgets) says what each pool allows.
+    type: bool
+    default: false
+    version_added: 0.3.0
   rotation_id:
     description: Id of the rotation; nodes it already drained or retired are left out.
     type: str
@@ -167,6 +210,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+rotation_id:
+  description: The O(rotation_id) the plan is for, or null without one.
+  returned: always
+  type: str
+  sample: ami-2026-12
 nodes:
   description:
     - The nodes to rotate, with their zone and why they rotate.
@@ -181,6 +229,7 @@ left_out:
   returned: always
   type: list
   elements: dict
+  sample: [{name: node-9, reason: no drift}, {name: node-2, reason: already rotated by ami-2026-12 (retired)}]
 batches:
   description: The batches in order.
   returned: always
@@ -190,13 +239,16 @@ batches:
     index:
       description: 1-based position.
       type: int
+      sample: 1
     zone:
       description: Zone of the batch's nodes.
       type: str
+      sample: zone-a
     nodes:
       description: Node names.
       type: list
       elements: str
+      sample: [node-1, node-2]
     restart:
       description:
         - >-
@@ -207,29 +259,43 @@ batches:
           on the rotation's nodes that this restart moves, the later batches' too.
       type: list
       elements: dict
+      sample:
+        - kind: StatefulSet
+          namespace: shop
+          name: db
+          target: {kind: StatefulSet, namespace: shop, name: db}
+          reason: do-not-disrupt
+          pods: [shop/db-0]
+          replaces: [shop/db-0, shop/db-1]
     moved_earlier:
       description: Pods on the batch's nodes that an earlier batch's restart moves (C(pod), C(by), C(batch)).
       type: list
       elements: dict
+      sample: [{pod: shop/db-1, by: StatefulSet shop/db, batch: 1}]
       version_added: 0.2.0
     evict:
       description: Pods to move by guarded eviction (C(namespace/name)).
       type: list
       elements: str
+      sample: [shop/web-7f9c4d8b6-x2kqp]
     blocked:
       description: Pods that cannot move safely, with the reason.
       type: list
       elements: dict
+      sample: [{pod: shop/debug, reason: "unreplicated: no controller would recreate it; set force: true to evict it anyway"}]
     stays:
       description: DaemonSet, mirror and finished pods, which do not move.
       type: list
       elements: str
+      sample: [kube-system/kube-proxy-8k2lp]
     warm_nodes:
       description: Warm nodes the batch adds.
       type: int
+      sample: 2
     warm_new:
       description: Per zone of the pods that move, the warm nodes the batch adds.
       type: dict
+      sample: {zone-a: 2}
       version_added: 0.2.0
     warm_zones:
       description:
@@ -238,25 +304,33 @@ batches:
           warms there only.
       type: list
       elements: dict
+      sample: [{zone: zone-a, count: 2}]
       version_added: 0.2.0
     warm_computed:
       description: How the warm node count was computed, when a pool node size was known.
       type: str
+      sample: >-
+        zone zone-a: 6 pods requesting cpu 3.5, memory 8.58993e+09, pods 6 need 2 node(s) of cpu 3.8, memory 1.69114e+10,
+        pods 108 (after DaemonSets); the tightest resource decides
     fits:
       description: Whether the batch's moving pods fit on the nodes that stay plus the warm nodes.
       type: bool
+      sample: true
     unplaced:
       description: Pods that would not fit, with the reason.
       type: list
       elements: dict
+      sample: [{pod: shop/big-0, reason: "no node has room for its requests (cpu 6, memory 2.14748e+10)"}]
 fits:
   description: Whether every batch fits.
   returned: always
   type: bool
+  sample: true
 safe:
   description: Whether no pod is blocked.
   returned: always
   type: bool
+  sample: true
 zone_counts:
   description: >-
     Per workload whose pods move (C(namespace/Kind/name)), and per workload of O(zone_counts_of), its live pods per
@@ -270,26 +344,40 @@ zone_counts_planned:
   returned: always
   type: dict
   version_added: 0.2.0
+  sample: {shop/Deployment/web: {zone-a: 2, zone-b: 2}}
+budgets:
+  description: With O(karpenter_budgets), what each NodePool of the chosen nodes allows now, in words.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.3.0
+  sample: ["NodePool general allows 1 Drifted disruption(s) at once now (budget nodes 10% of 6)"]
 warnings:
   description: What the plan cannot keep, in words (for example zones the pool does not provision in).
   returned: always
   type: list
   elements: str
   version_added: 0.2.0
+  sample: ["the pool provisions only in zone zone-a: the pods of zone(s) zone-b move to zone-a"]
 abort_reasons:
   description: The O(abort_if) conditions that hold now, in words; empty when none does.
   returned: always
   type: list
   elements: str
+  sample: ["PDB shop/web-pdb has allowed no disruption for 620 s (abort_if pdb_blocked_for 10m)"]
 summary:
   description: The plan in a few lines, for people.
   returned: always
   type: list
   elements: str
+  sample:
+    - "Rotation ami-2026-12: 2 node(s) in 1 batch(es)."
+    - "batch 1/1 (zone zone-a): node-1, node-2; restart 1 workload(s), evict 3 pod(s), 2 warm node(s) (zone-a 2)"
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 6
 """
 
 import re
@@ -329,8 +417,9 @@ def kubelet_version_error(text):
 
 def validated(params):
     """The RotationRequest of the parameters, or InvalidInput before anything is read."""
-    if params["nodes"] == [] and params["node_selector"] is None and not params["zone_counts_of"]:
-        raise InvalidInput("nodes is empty and node_selector is not given: there is no node to plan for.")
+    if not params["nodes"] and params["node_selector"] is None and not params["karpenter_drifted"] \
+            and not (params["nodes"] == [] and params["zone_counts_of"]):
+        raise InvalidInput("one of nodes, node_selector or karpenter_drifted is needed: there is no node to plan for.")
     error = first_error(
         names_error("nodes", params["nodes"] or None, "node"),
         selector_error("node_selector", params["node_selector"]),
@@ -341,6 +430,7 @@ def validated(params):
         labels_error("wanted_labels", params["wanted_labels"]),
         names_error("with_annotations", params["with_annotations"] or None, "annotation"),
         names_error("with_taints", params["with_taints"] or None, "taint key"),
+        names_error("karpenter_nodepools", params["karpenter_nodepools"] or None, "NodePool"),
         count_or_percent_error("batch_size", params["batch_size"]),
         labels_error("pool_node_selector", params["pool_node_selector"]),
         quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
@@ -363,12 +453,14 @@ def validated(params):
     settings = RotationSettings(
         rules=DriftRules(target_kubelet_version=params["target_kubelet_version"], labels=params["wanted_labels"] or {},
                          max_node_age=params["max_node_age"], annotations=tuple(params["with_annotations"]),
-                         taints=tuple(params["with_taints"])),
+                         taints=tuple(params["with_taints"]), karpenter_drifted=params["karpenter_drifted"],
+                         nodepools=tuple(params["karpenter_nodepools"])),
         rotation_id=params["rotation_id"], batch_size=params["batch_size"], most_disruptive=params["most_disruptive"],
         options=FilterOptions(force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
                               evict_system_critical=params["evict_system_critical"]),
         pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if,
-        zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]))
+        zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]),
+        karpenter_budgets=params["karpenter_budgets"])
     return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
                            template_capacity=params["template_capacity"], template_node=params["template_node"])
 
@@ -383,6 +475,9 @@ def main():
             max_node_age=dict(type="str"),
             with_annotations=dict(type="list", elements="str", default=[]),
             with_taints=dict(type="list", elements="str", default=[]),
+            karpenter_drifted=dict(type="bool", default=False),
+            karpenter_nodepools=dict(type="list", elements="str", default=[]),
+            karpenter_budgets=dict(type="bool", default=False),
             rotation_id=dict(type="str"),
             batch_size=dict(type="str", default="1"),
             most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
@@ -398,7 +493,6 @@ def main():
                 pdb_blocked_for=dict(type="str"),
             )),
         ),
-        required_one_of=[["nodes", "node_selector"]],
         mutually_exclusive=[["template_capacity", "template_node"]],
     )
     run_module(module, lambda client, request: dict(plan_from_cluster(client, request), changed=False), validated)

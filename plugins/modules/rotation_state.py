@@ -24,12 +24,29 @@ description:
     retired.
   - Every patch is guarded by the node's resourceVersion; a node that changed
     in between is read again and planned again.
-  - O(delete=true) deletes the Node objects after recording the phase, so
-    that Karpenter or the cloud provider removes the instances. A node that
-    is gone already is reported as V(gone).
+  - O(delete=true) retires the nodes after recording the phase. A node that
+    Karpenter launched (it has a NodeClaim, C(karpenter.sh/v1)) is retired
+    the Karpenter way, by deleting its NodeClaim; Karpenter then drains what
+    is left on it, terminates the instance and removes the Node, and the
+    module waits until the Node is gone (O(timeout)). Any other node is
+    retired by deleting its Node object, so that the cloud provider or the
+    node group removes the instance. A node that is gone already is reported
+    as V(gone).
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
+seealso:
+  - module: kubeops.rotation.rotation_plan
+    description: Leaves out the nodes this module recorded as V(drained) or V(retired) for the same rotation id.
+  - module: kubeops.rotation.cordon
+    description: Records the V(cordoned) phase in the same patch as the cordon, with its O(kubeops.rotation.cordon#module:rotation_id).
+  - module: kubeops.rotation.evict
+    description: Drains a batch's nodes before they are recorded as V(drained).
+  - module: kubeops.rotation.lease
+    description: The cluster's Lease that O(lease) takes before the first write.
+  - name: kubeops.rotation.rotate_nodes role
+    description: The rotation that records these phases batch by batch (C(ansible-doc -t role kubeops.rotation.rotate_nodes)).
+    link: roles/rotate_nodes/meta/argument_specs.yml
 options:
   nodes:
     description:
@@ -49,9 +66,16 @@ options:
     required: true
     choices: [planned, cordoned, drained, retired]
   delete:
-    description: Delete the Node objects too.
+    description: Retire the nodes too, deleting their Karpenter NodeClaims or else their Node objects.
     type: bool
     default: false
+  timeout:
+    description:
+      - Seconds to wait, with O(delete=true), until Karpenter removed the Nodes of the deleted NodeClaims.
+      - Less than 1 is refused before any request.
+    type: int
+    default: 600
+    version_added: 0.3.0
 attributes:
   check_mode:
     support: full
@@ -84,11 +108,32 @@ nodes:
   returned: always
   type: list
   elements: dict
-  sample: [{name: node-1, changed: true, action: recorded drained}]
+  contains:
+    name:
+      description: Node name.
+      type: str
+      sample: node-1
+    changed:
+      description: Whether the node was (in check mode, would be) changed.
+      type: bool
+      sample: true
+    action:
+      description: >-
+        V(recorded <phase>), V(unchanged) (already at the phase or further on), V(deleted) (the Node object),
+        V(deleted NodeClaim <name>) (and Karpenter removed the Node), or V(gone) (no such node).
+      type: str
+      sample: recorded drained
+    node_claim:
+      description: With O(delete=true), the Karpenter NodeClaim deleted to retire the node.
+      type: str
+      returned: when the node had a NodeClaim
+      sample: general-x7k2p
+      version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 5
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
@@ -98,12 +143,18 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import record_phase
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import first_error, names_error, text_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    number_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES
 
 
 def validated(params):
     error = first_error(names_error("nodes", params["nodes"], "node", optional=False),
+                        number_error("timeout", params["timeout"], 1),
                         text_error("rotation_id", params["rotation_id"], optional=False))
     if error:
         raise InvalidInput(error)
@@ -117,12 +168,13 @@ def main():
         rotation_id=dict(type="str", required=True),
         phase=dict(type="str", required=True, choices=list(PHASES)),
         delete=dict(type="bool", default=False),
+        timeout=dict(type="int", default=600),
     ))
     params = module.params
 
     def record(client, _settings):
         results = record_phase(client, params["nodes"], params["rotation_id"], params["phase"], params["delete"],
-                               module.check_mode)
+                               module.check_mode, params["timeout"])
         return dict(changed=any(entry["changed"] for entry in results), nodes=results)
 
     run_module(module, record, validated)

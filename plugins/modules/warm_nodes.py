@@ -32,6 +32,18 @@ description:
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
+seealso:
+  - module: kubeops.rotation.rotation_plan
+    description: Says how many warm nodes each batch of a rotation needs, per zone as O(zones) takes them.
+  - module: kubeops.rotation.rollout_restart
+    description: Surges replacements onto the warm nodes.
+  - module: kubeops.rotation.evict
+    description: Evicts pods once their room is there.
+  - module: kubeops.rotation.lease
+    description: The cluster's Lease that O(lease) takes before the first write.
+  - name: kubeops.rotation.warm_nodes role
+    description: Warm nodes for a playbook, with their release (C(ansible-doc -t role kubeops.rotation.warm_nodes)).
+    link: roles/warm_nodes/meta/argument_specs.yml
 options:
   name:
     description:
@@ -124,6 +136,11 @@ options:
     description:
       - Nodes that do not count as warm and that placeholders must not use,
         normally the nodes being replaced.
+      - They are kept out by name and by their C(kubernetes.io/hostname) label, which an autoscaler such as
+        Karpenter reads when it decides whether a placeholder needs a new node (Karpenter's nodes of an old
+        NodePool carry the same NodePool label as its new ones).
+      - A placeholder found running on one of them fails the module at once, naming it, instead of waiting
+        for O(timeout).
     type: list
     elements: str
     default: []
@@ -209,17 +226,31 @@ nodes:
   returned: always
   type: list
   elements: str
+  sample: [ip-10-0-4-11.ec2.internal, ip-10-0-5-12.ec2.internal]
+name:
+  description: The O(name) of the placeholder set.
+  returned: always
+  type: str
+  sample: warm-nodes
+namespace:
+  description: The O(namespace) of the placeholders.
+  returned: always
+  type: str
+  sample: kubeops-warm
 sets:
-  description: Each Deployment of the set, with its zone (none without O(zones)), action and count.
+  description: >-
+    Each Deployment of the set, with its zone (none without O(zones)), action, count and C(spec), the hash of its
+    pod spec that its placeholders carry in the annotation C(kubeops.io/placeholder-spec).
   returned: when O(state=present)
   type: list
   elements: dict
   version_added: 0.2.0
-  sample: [{name: rotation-r1-zone-a, zone: zone-a, action: created, count: 2}]
+  sample: [{name: rotation-r1-zone-a, zone: zone-a, action: created, count: 2, spec: 3f1c9a0b7d2e4c5a}]
 count:
   description: Number of placeholders, given or computed (over all zones).
   returned: when state is present
   type: int
+  sample: 2
 computed:
   description: With O(capacity_for_nodes), how the count was computed.
   returned: when capacity_for_nodes is given
@@ -228,50 +259,78 @@ computed:
     pods:
       description: Pods counted.
       type: int
+      sample: 6
     requests:
       description: Their summed requests (cores, bytes, pods).
       type: dict
+      sample: {cpu: 3.5, memory: 8589934592.0, pods: 6.0}
     node_allocatable:
       description: Allocatable of one pool node.
       type: dict
+      sample: {cpu: 4.0, memory: 17179869184.0, pods: 110.0}
     daemonset_requests_per_node:
       description: Requests of DaemonSet pods per node, taken off each pool node.
       type: dict
+      sample: {cpu: 0.2, memory: 268435456.0, pods: 2.0}
     nodes_by_resource:
       description: Nodes needed by each resource alone.
       type: dict
+      sample: {cpu: 1, memory: 1, pods: 1}
     not_for_pool:
       description: Pods left out because the pool does not satisfy their node selector.
       type: list
       elements: str
+      sample: [search/gpu-worker-0]
     template:
       description: Where the pool node's allocatable came from.
       type: str
+      sample: template_capacity
     summary:
       description: The computation in one sentence.
       type: str
+      sample: >-
+        6 pods requesting cpu 3.5, memory 8.58993e+09, pods 6 need 1 node(s) of cpu 3.8, memory 1.69114e+10,
+        pods 108 (after DaemonSets); the tightest resource decides
 action:
   description: What happened to the placeholder Deployment, V(created), V(scaled), V(updated) or V(unchanged).
   returned: when state is present
   type: str
+  sample: created
 created:
   description: Namespace and PriorityClass created for the placeholders.
   returned: when state is present
   type: list
   elements: str
+  sample: [Namespace kubeops-warm, PriorityClass kubeops-warm-placeholder]
 removed:
   description: What O(state=absent) removed.
   returned: when state is absent
   type: list
   elements: str
+  sample: [Deployment kubeops-warm/warm-nodes, PriorityClass kubeops-warm-placeholder]
+diff:
+  description: The number of placeholders before and after (per zone, C(-) for no zone, with O(zones)).
+  returned: when state is present and diff mode is on
+  type: dict
+  contains:
+    before:
+      description: C(replicas) before; null when the Deployment did not exist.
+      type: dict
+      sample: {replicas: null}
+    after:
+      description: C(replicas) after (in check mode, as it would be).
+      type: dict
+      sample: {replicas: 2}
 elapsed_seconds:
   description: Wall time of the call.
   returned: always
   type: float
+  sample: 48.3
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
   type: int
+  sample: 9
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

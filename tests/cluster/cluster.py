@@ -5,9 +5,9 @@ their Go modules at pinned versions, and kwok playing the kubelets, all on
 127.0.0.1 with certificates generated per cluster. Standard library only, so
 it runs before any virtualenv exists.
 
-    python3 tests/cluster/cluster.py build      build the binaries into .cache/bin
+    python3 tests/cluster/cluster.py build      build the binaries into .cache/bin, Karpenter's too
                                                 (instant once built)
-    python3 tests/cluster/cluster.py up [--dir D] [--provisioner POOLS.yaml]
+    python3 tests/cluster/cluster.py up [--dir D] [--provisioner POOLS.yaml | --autoscaler karpenter]
                                                 start a cluster, print its kubeconfig
     python3 tests/cluster/cluster.py down [--dir D]
                                                 stop it, remove its folder
@@ -35,6 +35,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import karpenter  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get("KUBEOPS_CACHE", os.path.join(REPO, ".cache"))
 GOBUILD = os.path.join(HERE, "gobuild")
@@ -144,6 +146,7 @@ def build():
         with open(stages + ".tmp", "w") as handle:
             handle.write("\n---\n".join(documents) + "\n")
         os.rename(stages + ".tmp", stages)
+    karpenter.build(CACHE, run, log)
     log("binaries ready in %s (%.1f s)" % (target, time.monotonic() - started))
     return target
 
@@ -158,6 +161,29 @@ def openssl(*args):
     subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
 
 
+# Extensions strict enough for Python 3.13, whose default SSL context sets VERIFY_X509_STRICT ("CA cert does
+# not include key usage extension", "Missing Authority Key Identifier"). Our own openssl config, so that the
+# system's openssl.cnf (its v3_ca, its defaults) adds nothing and -addext never collides with it.
+OPENSSL_CONFIG = """\
+[req]
+distinguished_name = subject
+[subject]
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign,digitalSignature
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+"""
+# The leaves' keys are EC: digitalSignature only (keyEncipherment is for RSA key transport).
+LEAF_EXTENSIONS = """\
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = %s
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+"""
+
+
 def make_certificates(pki):
     """A CA, the API server's serving certificate, an admin client certificate, the service-account key."""
     os.makedirs(pki)
@@ -165,9 +191,11 @@ def make_certificates(pki):
     def path(name):
         return os.path.join(pki, name)
 
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *ec, "-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "3650",
-            "-subj", "/CN=kubeops-test-ca")
+    with open(path("openssl.cnf"), "w") as handle:
+        handle.write(OPENSSL_CONFIG)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-config", path("openssl.cnf")]
+    openssl("req", "-x509", *ec, "-extensions", "ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
+            "-days", "3650", "-subj", "/CN=kubeops-test-ca")
     leaves = {
         "apiserver": ("/CN=kube-apiserver", "serverAuth",
                       "subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,"
@@ -177,7 +205,7 @@ def make_certificates(pki):
     for name, (subject, usage, san) in leaves.items():
         openssl("req", *ec, "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj", subject)
         with open(path(name + ".ext"), "w") as handle:
-            handle.write("extendedKeyUsage=%s\n%s\n" % (usage, san or ""))
+            handle.write(LEAF_EXTENSIONS % usage + "%s\n" % (san or ""))
         openssl("x509", "-req", "-in", path(name + ".csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
                 "-CAcreateserial", "-out", path(name + ".crt"), "-days", "3650", "-extfile", path(name + ".ext"))
     openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", path("sa.key"))
@@ -212,12 +240,14 @@ def _die_with_parent():
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def start(state, name, cmd, die_with_parent):
+def start(state, name, cmd, die_with_parent, env=None):
     logfile = open(os.path.join(state["dir"], "logs", name + ".log"), "ab")
-    process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                start_new_session=True, preexec_fn=_die_with_parent if die_with_parent else None)
     state["pids"][name] = process.pid
     state.setdefault("commands", {})[name] = list(cmd)
+    if env is not None:
+        state.setdefault("environments", {})[name] = dict(env)
     save_state(state)
     return process
 
@@ -230,7 +260,7 @@ def outage(state_dir, name, seconds):
     state = load_state(state_dir)
     os.kill(state["pids"][name], signal.SIGKILL)
     time.sleep(seconds)
-    start(state, name, state["commands"][name], die_with_parent=False)
+    start(state, name, state["commands"][name], die_with_parent=False, env=state.get("environments", {}).get(name))
 
 
 def save_state(state):
@@ -275,8 +305,10 @@ def https_get(url, state, client_cert=True):
         return response.status, response.read()
 
 
-def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, python=sys.executable):
-    """Start a cluster in ``state_dir``; returns its state (kubeconfig path, ports, pids)."""
+def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, python=sys.executable, autoscaler=None):
+    """Start a cluster in ``state_dir``; returns its state (kubeconfig path, ports, pids). ``autoscaler``
+    "karpenter" starts the real Karpenter with a KWOKNodeClass and a NodePool across three zones; the test
+    provisioner runs when ``provisioner_pools`` names its pools."""
     if load_state(state_dir):
         raise RuntimeError("a cluster already runs from %s; run down first" % state_dir)
     started = time.monotonic()
@@ -284,7 +316,9 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
     shutil.rmtree(state_dir, ignore_errors=True)
     os.makedirs(os.path.join(state_dir, "logs"))
     ports = {name: free_port() for name in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler")}
-    state = {"dir": state_dir, "ports": ports, "pids": {}, "versions": versions()}
+    if autoscaler == "karpenter":
+        ports.update(karpenter_metrics=free_port(), karpenter_health=free_port())
+    state = {"dir": state_dir, "ports": ports, "pids": {}, "versions": versions(), "autoscaler": autoscaler}
     save_state(state)
     pki = os.path.join(state_dir, "pki")
     make_certificates(pki)
@@ -347,6 +381,8 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
                 python, os.path.join(HERE, "provisioner.py"), "--kubeconfig", kubeconfig,
                 "--pools", provisioner_pools,
             ], die_with_parent)
+        if autoscaler == "karpenter":
+            start_karpenter(state, processes, die_with_parent)
     except BaseException:
         down(state_dir)
         raise
@@ -354,6 +390,20 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
     save_state(state)
     log("cluster up in %.1f s: export KUBECONFIG=%s" % (state["startup_seconds"], kubeconfig))
     return state
+
+
+def start_karpenter(state, processes, die_with_parent):
+    """Karpenter's CRDs, Karpenter itself (healthy), its KWOKNodeClass and the default NodePool."""
+    kubeconfig = state["kubeconfig"]
+    karpenter.install(CACHE, binary("kubectl"), kubeconfig)
+    ports = state["ports"]
+    processes["karpenter"] = start(state, "karpenter", [karpenter.binary(CACHE)], die_with_parent,
+                                   env=karpenter.environment(kubeconfig, ports["karpenter_metrics"],
+                                                             ports["karpenter_health"]))
+    health = "http://127.0.0.1:%d/readyz" % ports["karpenter_health"]
+    wait_for("Karpenter /readyz", lambda: urllib.request.urlopen(health, timeout=2).status == 200, processes)
+    karpenter.kubectl_apply(binary("kubectl"), kubeconfig, [karpenter.node_class(), karpenter.node_pool()])
+    state["versions"]["karpenter"] = karpenter.KARPENTER_VERSION
 
 
 def add_nodes(state, count, zones=("zone-a", "zone-b", "zone-c")):
@@ -406,6 +456,8 @@ def main(argv=None):
     parser.add_argument("--dir", default=DEFAULT_DIR, help="folder of the cluster's state (default %(default)s)")
     parser.add_argument("--provisioner", metavar="POOLS_YAML",
                         help="also run the test provisioner with these node pools")
+    parser.add_argument("--autoscaler", choices=["karpenter"],
+                        help="also run the real Karpenter (KWOK provider) with a NodePool across three zones")
     parser.add_argument("--nodes", type=int, default=0, help="kwok nodes to create after up")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter with the kubernetes library, for the provisioner")
@@ -413,7 +465,7 @@ def main(argv=None):
     if args.command == "build":
         build()
     elif args.command == "up":
-        state = up(args.dir, provisioner_pools=args.provisioner, python=args.python)
+        state = up(args.dir, provisioner_pools=args.provisioner, python=args.python, autoscaler=args.autoscaler)
         if args.nodes:
             add_nodes(state, args.nodes)
         print(state["kubeconfig"])

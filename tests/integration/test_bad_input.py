@@ -89,7 +89,7 @@ CASES = [
     ("rotation_plan-batch_size-over-100", "module", "rotation_plan", {"nodes": ["{node}"], "batch_size": "150%"},
      ["batch_size must be a count like 1 or a percent like 25%, got 150%."], None),
     ("rotation_plan-no-nodes", "module", "rotation_plan", {"nodes": []},
-     ["nodes is empty and node_selector is not given"], None),
+     ["one of nodes, node_selector or karpenter_drifted is needed"], None),
     ("rotation_plan-unknown-node", "module", "rotation_plan", {"nodes": ["{node}", "{missing}"]},
      ["No node named {missing}"], None),
     ("rotation_plan-template_capacity-without-pods", "module", "rotation_plan",

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import json
+
 import pytest
+import urllib3
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import (
@@ -8,9 +11,10 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import
     RETRY_BUDGET_SECONDS,
     build_configuration,
     default_kubeconfig_path,
+    new_client,
     retry_delay,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
 
 KUBECONFIG = {
     "apiVersion": "v1",
@@ -128,3 +132,70 @@ def test_nothing_to_connect_to_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConnectionFailed):
         build_configuration(params())
+
+
+class FakePool:
+    """In place of the REST layer's urllib3 pool, which every kubernetes client version (29 to 37) calls with
+    each request: answers ``statuses`` in turn (an exception is raised), records each request's headers."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.headers = []
+
+    def request(self, method, url, **kwargs):
+        self.headers.append(kwargs.get("headers"))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        status, body = answer
+        return urllib3.HTTPResponse(body=json.dumps(body).encode(), status=status, preload_content=False,
+                                    headers={"Content-Type": "application/json", "Retry-After": "1"})
+
+
+def fake_client(*answers, **options):
+    sleeps = []
+    client = new_client(params(host="https://k8s.example:6443", api_key="x", **options), sleep=sleeps.append)
+    client.api_client.rest_client.pool_manager = pool = FakePool(*answers)
+    return client, pool, sleeps
+
+
+VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.4", "gitCommit": "", "gitTreeState": "",
+           "buildDate": "", "goVersion": "", "compiler": "", "platform": ""}
+
+
+def test_typed_calls_are_counted_impersonated_and_retried_whichever_generator_made_the_client():
+    # kubernetes up to 35 sends through ApiClient.request, 37 through ApiClient.call_api: both are hooked.
+    client, pool, sleeps = fake_client((503, {"message": "restarting"}), (200, VERSION),
+                                       impersonate_user="jane", impersonate_groups=["platform", "sre"])
+    assert client.version.get_code().git_version == "v1.35.4"
+    assert client.request_count == 2
+    assert sleeps == [1.0]
+    for headers in pool.headers:
+        assert headers.getlist("Impersonate-User") == ["jane"]
+        assert headers.getlist("Impersonate-Group") == ["platform", "sre"]
+
+
+def test_a_status_that_is_not_transient_is_raised_once_with_its_body():
+    client, pool, sleeps = fake_client((404, {"message": "nodes \"x\" not found"}))
+    with pytest.raises(ApiException) as raised:
+        client.core.read_node("x")
+    assert raised.value.status == 404
+    assert json.loads(raised.value.body)["message"] == 'nodes "x" not found'
+    assert (client.request_count, len(pool.headers), sleeps) == (1, 1, [])
+
+
+def test_a_write_answered_with_a_transient_status_is_not_repeated():
+    client, pool, sleeps = fake_client((429, {"message": "Cannot evict pod"}))
+    with pytest.raises(ApiException) as raised:
+        client.core.patch_node("x", {"spec": {"unschedulable": True}})
+    assert raised.value.status == 429
+    assert (client.request_count, len(pool.headers), sleeps) == (1, 1, [])
+
+
+def test_an_unreachable_server_is_named_after_the_first_contact_budget():
+    refused = urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: refused")
+    client, pool, sleeps = fake_client(*[urllib3.exceptions.MaxRetryError(None, "/version", refused)] * 10)
+    with pytest.raises(ConnectionFailed, match="^Cannot reach the API server at https://k8s.example:6443: "):
+        client.version.get_code()
+    assert sleeps == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert client.request_count == len(pool.headers) == 7

@@ -62,18 +62,24 @@ def test_planned_is_the_first_phase_and_cordoned_follows_it():
     assert phase_annotations(at("cordoned"), "r1", "planned", NOW) == {}
 
 
-def test_planned_adds_the_rotating_taint_besides_the_annotations_keeping_the_other_taints():
+LABEL = {"op": "add", "path": "/metadata/labels/kubeops.io~1rotating", "value": "true"}
+
+
+def test_planned_adds_the_rotating_taint_and_label_besides_the_annotations_keeping_the_other_taints():
     spot = {"key": "spot", "effect": "NoSchedule"}
     assert phase_patch(node(taints=[spot]), "r1", "planned", NOW) == [
         GUARD, {"op": "add", "path": "/metadata/annotations",
                 "value": {ROTATION_ID: "r1", ROTATION_PHASE: "planned", PHASE_AT: NOW}},
-        {"op": "add", "path": "/spec/taints", "value": [spot, ROTATING]}]
+        {"op": "add", "path": "/spec/taints", "value": [spot, ROTATING]}, LABEL]
 
 
-def test_planned_adds_the_rotating_taint_only_when_it_is_missing():
-    assert phase_patch(at("planned", taints=[ROTATING]), "r1", "planned", NOW) == []
+def test_planned_adds_the_rotating_taint_and_label_only_when_they_are_missing():
+    labelled = at("planned", taints=[ROTATING])
+    labelled["metadata"]["labels"]["kubeops.io/rotating"] = "true"
+    assert phase_patch(labelled, "r1", "planned", NOW) == []
+    assert phase_patch(at("planned", taints=[ROTATING]), "r1", "planned", NOW) == [GUARD, LABEL]
     assert phase_patch(at("planned"), "r1", "planned", NOW) == [
-        GUARD, {"op": "add", "path": "/spec/taints", "value": [ROTATING]}], "a rerun puts back a removed taint"
+        GUARD, {"op": "add", "path": "/spec/taints", "value": [ROTATING]}, LABEL], "a rerun puts back what was removed"
 
 
 def test_only_planned_adds_the_rotating_taint():

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
+    excluded_hostnames,
+    excludes_by_label,
     missing_warm,
     placeholder_deployment,
     placeholder_name,
+    placeholders_on,
     priority_class,
     warm_nodes_of,
 )
@@ -33,14 +36,46 @@ def test_one_placeholder_per_node_by_hostname_anti_affinity():
 
 
 def test_placeholders_ask_autoscalers_to_leave_them_and_their_node_alone():
-    assert build()["spec"]["template"]["metadata"]["annotations"] == {
-        "karpenter.sh/do-not-disrupt": "true", "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+    deployment = build()
+    assert deployment["spec"]["template"]["metadata"]["annotations"] == {
+        "karpenter.sh/do-not-disrupt": "true", "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+        "kubeops.io/placeholder-spec": deployment["metadata"]["annotations"]["kubeops.io/placeholder-spec"]}
 
 
 def test_excluded_nodes_become_a_not_in_term_of_their_own():
     affinity = pod_spec(build(exclude_nodes=["old-2", "old-1"]))["affinity"]
     assert affinity["nodeAffinity"] == {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [NOT_OLD]}]}}
+
+
+def test_excluded_nodes_hostname_labels_are_excluded_too_when_they_differ_from_the_names():
+    # Karpenter's KWOK nodes are named kwok-<claim>-..., their hostname label is the NodeClaim's name.
+    affinity = pod_spec(build(exclude_nodes=["kwok-a-1"], exclude_hostnames={"a"}))["affinity"]
+    term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term == {"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["a", "kwok-a-1"]}]}
+    assert excluded_hostnames(build(exclude_nodes=["kwok-a-1"], exclude_hostnames={"a"})) == {"a", "kwok-a-1"}
+    assert excluded_hostnames(build()) == set() and excluded_hostnames(None) == set()
+
+
+def test_a_rotations_nodes_are_excluded_by_its_label_the_way_karpenter_accepts():
+    deployment = build(exclude_nodes=["kwok-a-1"], exclude_hostnames={"a"}, exclude_by_label=True,
+                       node_selector={"karpenter.sh/nodepool": "general"})
+    term = pod_spec(deployment)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    assert term == {"matchExpressions": [{"key": "kubeops.io/rotating", "operator": "DoesNotExist"}]}
+    assert excludes_by_label(deployment) and not excludes_by_label(build(exclude_nodes=["old-1"]))
+    assert excluded_hostnames(deployment) == set()
+
+
+def test_placeholders_on_excluded_nodes_count_only_for_the_current_spec():
+    current = build(exclude_nodes=["old-1"])["metadata"]["annotations"]["kubeops.io/placeholder-spec"]
+    on_old = pod("p-1", node_name="old-1", annotations={"kubeops.io/placeholder-spec": current})
+    stale = pod("p-2", node_name="old-1", annotations={"kubeops.io/placeholder-spec": "older"})
+    elsewhere = pod("p-3", node_name="new-1", annotations={"kubeops.io/placeholder-spec": current})
+    assert placeholders_on([on_old, stale, elsewhere], ["old-1"], {current}) == ["p-1 on old-1"]
+    leaving = pod("p-4", node_name="old-1", annotations={"kubeops.io/placeholder-spec": current}, deleting=True)
+    assert placeholders_on([leaving], ["old-1"], {current}) == []
 
 
 def test_excluded_nodes_are_added_to_every_given_node_affinity_term():

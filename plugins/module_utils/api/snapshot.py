@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claim_node, claim_pool
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, ZONE_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, replica_set_owners
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 
-RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners replicas claim_zones")
+RotationSnapshot = namedtuple("RotationSnapshot",
+                              "nodes candidates pods pdbs owners replicas claim_zones node_claims node_pools")
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
@@ -107,17 +110,24 @@ def template_allocatable(client, template_capacity=None, template_node=None, nod
     return nodes[0]["status"]["allocatable"], "node %s of the pool" % node_name(nodes[0])
 
 
-def rotation_snapshot(client, names=(), selector=None):
+def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpenter_candidates=False, nodepools=()):
     """Nodes, pods, PDBs, ReplicaSet owners and workload replicas, each listed once, and the candidate
-    nodes (``names`` plus those matching ``selector``)."""
+    nodes (``names`` plus those matching ``selector``). With ``karpenter``, Karpenter's NodeClaims and
+    NodePools too; with ``karpenter_candidates``, the nodes of the NodeClaims (of ``nodepools``, when
+    given) are candidates as well."""
     nodes = client.list_all(client.core.list_node)
     known = {node_name(node) for node in nodes}
     missing = sorted(set(names or ()) - known)
     if missing:
         raise NotFound("No node named %s; nothing was planned." % ", ".join(missing))
+    claims = node_claims(client, required=True) if karpenter else []
+    pools = node_pools(client) if karpenter else []
     candidates = set(names or ())
     if selector:
         candidates |= {node_name(node) for node in client.list_all(client.core.list_node, label_selector=selector)}
+    if karpenter_candidates:
+        candidates |= {claim_node(claim) for claim in claims
+                       if claim_node(claim) in known and (not nodepools or claim_pool(claim) in nodepools)}
     pods = client.list_all(client.core.list_pod_for_all_namespaces)
     pdbs = client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
     replicas = {}
@@ -127,4 +137,5 @@ def rotation_snapshot(client, names=(), selector=None):
             replicas[Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])] = \
                 obj["spec"].get("replicas", 1)
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
-    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones)
+    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones,
+                            claims, pools)

@@ -28,9 +28,15 @@ class RotationRequest:
 
 
 def plan_from_cluster(client, request, now=None):
-    """Read nodes, pods, PDBs, ReplicaSets, Deployments and StatefulSets once each, and plan."""
-    snapshot = rotation_snapshot(client, request.nodes, request.node_selector)
+    """Read nodes, pods, PDBs, ReplicaSets, Deployments and StatefulSets (and, for Karpenter's drift or
+    budgets, NodeClaims and NodePools) once each, and plan."""
     settings = request.settings
+    rules = settings.rules
+    snapshot = rotation_snapshot(client, request.nodes, request.node_selector,
+                                 karpenter=rules.karpenter_drifted or settings.karpenter_budgets,
+                                 karpenter_candidates=rules.karpenter_drifted and not (
+                                     request.nodes or request.node_selector),
+                                 nodepools=rules.nodepools)
     template = None
     if request.template_capacity or request.template_node or settings.pool_labels:
         template, _source = template_allocatable(client, request.template_capacity, request.template_node,
@@ -39,4 +45,4 @@ def plan_from_cluster(client, request, now=None):
                                    template_allocatable=template)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     return plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
-                         now, snapshot.claim_zones)
+                         now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools)

@@ -16,7 +16,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import 
     list_resource_version,
     watch,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -24,14 +24,19 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     PLACEHOLDER_SPEC,
     WARM_SET_LABEL,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name, zone_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL, ROTATING_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name, zone_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
     DEFAULT_IMAGE,
+    excluded_hostnames,
+    excludes_by_label,
     missing_warm,
     placeholder_deployment,
+    placeholder_name,
+    placeholders_on,
     priority_class,
     warm_nodes_of,
 )
@@ -94,14 +99,16 @@ class WarmNodes:
         warm = warm_nodes_of(placeholders, by_name, exclude_nodes)
         return warm, {name: zone_of(by_name[name]) for name in warm}, placeholders
 
-    def wait(self, counts, exclude_nodes, node_selector, timeout):
+    def wait(self, counts, exclude_nodes, node_selector, timeout, specs=()):
         """Watch the placeholders until ``counts`` ({zone or None: nodes}) run on Ready, schedulable nodes;
-        returns the nodes, or raises TimedOut (its result holds the nodes warm so far)."""
+        returns the nodes, or raises TimedOut (its result holds the nodes warm so far), or Blocked at once when
+        placeholders of the current ``specs`` run on ``exclude_nodes``."""
         deadline = self.clock() + timeout
         warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         resource_version = list_resource_version(self.client.core.list_namespaced_pod, namespace=self.namespace,
                                                  label_selector=self.selector)
         while missing_warm(warm, zones, counts):
+            self.check_not_on(exclude_nodes, placeholders, specs)
             remaining = deadline - self.clock()
             if remaining <= 0:
                 raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
@@ -117,6 +124,36 @@ class WarmNodes:
             # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
             warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         return warm
+
+    @staticmethod
+    def check_not_on(exclude_nodes, placeholders, specs):
+        """Fail at once, rather than at the timeout, when placeholders run on nodes they must not warm."""
+        wrong = placeholders_on(placeholders, exclude_nodes, specs)
+        if wrong:
+            raise Blocked("Placeholders run on nodes they must not warm (the rotation's own nodes): %s. Waiting "
+                          "cannot make them warm nodes; remove the placeholders (state: absent) and warm again." %
+                          ", ".join(wrong))
+
+    def exclusion(self, exclude_nodes, zones):
+        """(by label, hostnames) for keeping the placeholders off ``exclude_nodes``: by the label
+        kubeops.io/rotating when every one of them that exists carries it (a rotation's nodes), else by their
+        hostname labels, with those the set's Deployments already exclude. A set keeps its way once written,
+        so that its spec does not change as the nodes are retired."""
+        if not exclude_nodes:
+            return False, set()
+        names = set(exclude_nodes)
+        existing = [node for node in self.client.list_all(self.client.core.list_node) if node_name(node) in names]
+        written = [self.existing(placeholder_name(self.name, zone)) for zone in zones]
+        if existing:
+            by_label = all(ROTATING_LABEL in node_labels(node) for node in existing)
+        else:
+            by_label = any(excludes_by_label(deployment) for deployment in written)
+        if by_label:
+            return True, set()
+        hostnames = {node_labels(node).get(HOSTNAME_LABEL) for node in existing} - {None}
+        for deployment in written:
+            hostnames |= excluded_hostnames(deployment)
+        return False, hostnames
 
     def timeout_message(self, counts, warm, zones, placeholders, timeout):
         pending = [pod for pod in placeholders if not (pod.get("spec") or {}).get("nodeName")]
@@ -210,13 +247,16 @@ def ensure_warm_nodes(client, settings, check_mode=False):
         result["computed"] = explanation
         counts = {None: count}
     created = runner.ensure_prerequisites(settings.priority_class, settings.priority, check_mode)
+    by_label, hostnames = runner.exclusion(settings.exclude_nodes, counts)
     sets, before, after = [], {}, {}
     for zone, count in sorted(counts.items(), key=lambda item: item[0] or ""):
         desired = placeholder_deployment(settings.name, settings.namespace, count, settings.priority_class,
                                          settings.node_selector, settings.node_affinity, settings.tolerations,
-                                         settings.requests, settings.exclude_nodes, settings.image, zone)
+                                         settings.requests, settings.exclude_nodes, settings.image, zone, hostnames,
+                                         by_label)
         action, before[zone or "-"], after[zone or "-"] = runner.apply(desired, check_mode)
-        sets.append({"name": desired["metadata"]["name"], "zone": zone, "action": action, "count": count})
+        sets.append({"name": desired["metadata"]["name"], "zone": zone, "action": action, "count": count,
+                     "spec": desired["metadata"]["annotations"][PLACEHOLDER_SPEC]})
     action = max((entry["action"] for entry in sets), key=ACTION_WEIGHT.get)
     if list(counts) == [None]:
         before, after = before["-"], after["-"]
@@ -227,7 +267,8 @@ def ensure_warm_nodes(client, settings, check_mode=False):
         nodes = runner.warm(settings.exclude_nodes, settings.node_selector)[0] if action != "created" else []
     else:
         try:
-            nodes = runner.wait(counts, settings.exclude_nodes, settings.node_selector, settings.timeout)
+            nodes = runner.wait(counts, settings.exclude_nodes, settings.node_selector, settings.timeout,
+                                {entry["spec"] for entry in sets})
         except TimedOut as exc:
             result.update(exc.result, elapsed_seconds=round(time.monotonic() - started, 2))
             exc.result = result

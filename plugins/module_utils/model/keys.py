@@ -18,6 +18,9 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 DO_NOT_DISRUPT = ("karpenter.sh/do-not-disrupt", "true")
 SAFE_TO_EVICT = ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")
 
+# Karpenter's: the NodePool a node or NodeClaim belongs to.
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+
 # Ours.
 MANAGER = "kubeops.rotation"
 MANAGED_BY = {MANAGED_BY_LABEL: MANAGER}
@@ -40,3 +43,6 @@ LEASE_NAMESPACE = "kube-system"
 LEASE_RUN_ID = "kubeops.io/run-id"
 # On every node of a rotation from its start, PreferNoSchedule: no moved pod lands on a node that goes later.
 ROTATING_TAINT_KEY = "kubeops.io/rotating"
+# ... and this label, by which warm placeholders keep off the rotation's nodes: an autoscaler such as Karpenter
+# reads label expressions only (it refuses hostname and metadata.name terms).
+ROTATING_LABEL = "kubeops.io/rotating"

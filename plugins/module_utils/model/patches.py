@@ -7,20 +7,20 @@
 from __future__ import annotations
 
 
-def annotation_path(key):
-    """The JSON patch path of annotation ``key`` ("/" and "~" escaped as JSON pointers want)."""
-    return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+def annotation_path(key, field="annotations"):
+    """The JSON patch path of annotation (or label) ``key`` ("/" and "~" escaped as JSON pointers want)."""
+    return "/metadata/%s/" % field + key.replace("~", "~0").replace("/", "~1")
 
 
-def annotations_patch(obj, values, removed=()):
-    """Operations that set the annotations ``values`` and remove the keys ``removed`` on ``obj``,
-    creating the annotations map when the object has none; only what differs."""
-    current = (obj.get("metadata") or {}).get("annotations")
+def annotations_patch(obj, values, removed=(), field="annotations"):
+    """Operations that set the annotations (or, with ``field="labels"``, labels) ``values`` and remove the
+    keys ``removed`` on ``obj``, creating the map when the object has none; only what differs."""
+    current = (obj.get("metadata") or {}).get(field)
     if current is None:
-        return [{"op": "add", "path": "/metadata/annotations", "value": dict(values)}] if values else []
-    operations = [{"op": "add", "path": annotation_path(key), "value": value}
+        return [{"op": "add", "path": "/metadata/" + field, "value": dict(values)}] if values else []
+    operations = [{"op": "add", "path": annotation_path(key, field), "value": value}
                   for key, value in values.items() if current.get(key) != value]
-    operations.extend({"op": "remove", "path": annotation_path(key)} for key in removed if key in current)
+    operations.extend({"op": "remove", "path": annotation_path(key, field)} for key in removed if key in current)
     return operations
 
 

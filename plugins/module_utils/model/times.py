@@ -13,6 +13,8 @@ FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _FRACTION = re.compile(r"\.\d+")
+_GO_PART = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
+_GO_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:h|m|s))+$")
 
 
 MICRO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -39,3 +41,10 @@ def parse_duration(text):
     if not match:
         raise ValueError("not a duration: %r (use 45m, 12h, 7d...)" % (text,))
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+
+
+def parse_go_duration(text):
+    """Seconds in a Go duration of hours, minutes and seconds, as Karpenter writes them ("8h", "1h30m", "90s")."""
+    if not _GO_DURATION.match(str(text)):
+        raise ValueError("not a duration: %r (use 8h, 1h30m, 90s...)" % (text,))
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _GO_PART.findall(str(text)))

@@ -7,13 +7,17 @@
 ``planned`` marks every node of a rotation before the first batch moves
 anything: besides the annotations it puts the taint ``kubeops.io/rotating``
 (PreferNoSchedule) on the node, so that the scheduler keeps the pods that
-leave one batch off the nodes of the later ones while it has other room.
+leave one batch off the nodes of the later ones while it has other room, and
+the label ``kubeops.io/rotating=true``, by which warm placeholders keep off
+them (an autoscaler reads labels, not taints or names, when it decides
+whether a placeholder needs a new node).
 """
 
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     PHASE_AT,
+    ROTATING_LABEL,
     ROTATING_TAINT_KEY,
     ROTATION_ID,
     ROTATION_PHASE,
@@ -48,9 +52,11 @@ def rotating_taint(rotation_id):
 
 def phase_patch(node, rotation_id, phase, now):
     """The guarded JSON patch that records ``phase`` of ``rotation_id`` on the node (and, for
-    ``planned``, the rotating taint), or [] when there is nothing to change."""
+    ``planned``, the rotating taint and label), or [] when there is nothing to change."""
     operations = annotations_patch(node, phase_annotations(node, rotation_id, phase, now))
     taints = taints_of(node)
     if phase == "planned" and not any(taint.get("key") == ROTATING_TAINT_KEY for taint in taints):
         operations.append({"op": "add", "path": "/spec/taints", "value": taints + [rotating_taint(rotation_id)]})
+    if phase == "planned":
+        operations.extend(annotations_patch(node, {ROTATING_LABEL: "true"}, field="labels"))
     return guarded(node, operations)

@@ -19,6 +19,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     HOSTNAME_LABEL,
     MANAGED_BY,
     PLACEHOLDER_SPEC,
+    ROTATING_LABEL,
     SAFE_TO_EVICT,
     WARM_SET_LABEL,
     WARM_ZONE_LABEL,
@@ -38,10 +39,16 @@ def placeholder_name(name, zone=None):
 
 
 def placeholder_deployment(name, namespace, replicas, priority_class, node_selector=None, node_affinity=None,
-                           tolerations=None, requests=None, exclude_nodes=None, image=DEFAULT_IMAGE, zone=None):
+                           tolerations=None, requests=None, exclude_nodes=None, image=DEFAULT_IMAGE, zone=None,
+                           exclude_hostnames=None, exclude_by_label=False):
     """The placeholder Deployment: one pause pod per node, on the pool (in ``zone`` when given), never on
     ``exclude_nodes``. Pure. The placeholders of one set repel each other in every zone, so that each
-    warms a node of its own."""
+    warms a node of its own.
+
+    ``exclude_by_label`` keeps them off nodes labelled ``kubeops.io/rotating`` (a rotation labels all its
+    nodes so), the one way Karpenter accepts: it refuses hostname and metadata.name terms, and would count an
+    excluded node as room and launch nothing without the label. Otherwise the nodes are kept out by their
+    hostname labels (``exclude_hostnames``, which may differ from their names) and names."""
     labels = dict(MANAGED_BY, **{WARM_SET_LABEL: name})
     selector = {WARM_SET_LABEL: name}
     if zone:
@@ -53,7 +60,11 @@ def placeholder_deployment(name, namespace, replicas, priority_class, node_selec
     terms = [dict(term) for term in ((node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
                                      or {}).get("nodeSelectorTerms") or [{}]]
     if exclude_nodes:
-        not_old = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(exclude_nodes)}
+        if exclude_by_label:
+            not_old = {"key": ROTATING_LABEL, "operator": "DoesNotExist"}
+        else:
+            not_old = {"key": HOSTNAME_LABEL, "operator": "NotIn",
+                       "values": sorted(set(exclude_hostnames or ()) | set(exclude_nodes))}
         terms = [dict(term, matchExpressions=list(term.get("matchExpressions") or []) + [not_old]) for term in terms]
     if any(term for term in terms):
         affinity["nodeAffinity"] = dict(node_affinity or {}, requiredDuringSchedulingIgnoredDuringExecution={
@@ -80,7 +91,8 @@ def placeholder_deployment(name, namespace, replicas, priority_class, node_selec
             "selector": {"matchLabels": selector},
             # A changed spec replaces every placeholder at once: nothing real runs in them.
             "strategy": {"type": "Recreate"},
-            "template": {"metadata": {"labels": labels, "annotations": dict(PLACEHOLDER_ANNOTATIONS)},
+            "template": {"metadata": {"labels": labels,
+                                      "annotations": dict(PLACEHOLDER_ANNOTATIONS, **{PLACEHOLDER_SPEC: spec_hash})},
                          "spec": pod_spec},
         },
     }
@@ -103,6 +115,36 @@ def warm_nodes_of(placeholders, nodes_by_name, exclude_nodes=()):
         if node and is_ready(pod) and is_schedulable(node) and node_name not in excluded:
             names.add(node_name)
     return sorted(names)
+
+
+def _required_expressions(deployment):
+    affinity = ((((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("affinity") or {}
+    terms = ((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms") or []
+    return [expression for term in terms for expression in term.get("matchExpressions") or []]
+
+
+def excluded_hostnames(deployment):
+    """The hostname values a placeholder Deployment keeps its pods off, so that a node retired since it was
+    written stays excluded and the spec does not change under the placeholders."""
+    return {value for expression in _required_expressions(deployment)
+            if expression.get("key") == HOSTNAME_LABEL and expression.get("operator") == "NotIn"
+            for value in expression.get("values") or []}
+
+
+def excludes_by_label(deployment):
+    """Whether a placeholder Deployment keeps its pods off the nodes labelled kubeops.io/rotating."""
+    return any(expression.get("key") == ROTATING_LABEL and expression.get("operator") == "DoesNotExist"
+               for expression in _required_expressions(deployment))
+
+
+def placeholders_on(placeholders, node_names, specs):
+    """"placeholder on node" for each placeholder of the current ``specs`` (spec hashes) bound to one of
+    ``node_names``; placeholders of an older spec are on their way out."""
+    names = set(node_names or ())
+    return sorted("%s on %s" % (pod["metadata"]["name"], node_of(pod)) for pod in placeholders
+                  if node_of(pod) in names and not pod["metadata"].get("deletionTimestamp")
+                  and (pod["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) in specs)
 
 
 def missing_warm(warm, zone_by_node, counts):

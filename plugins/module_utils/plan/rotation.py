@@ -14,14 +14,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import (
+    claim_pool,
+    claims_by_node,
+    drift_reason,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     DO_NOT_DISRUPT,
     HOSTNAME_LABEL,
+    NODEPOOL_LABEL,
     WARM_SET_LABEL,
     ZONE_LABEL,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     is_schedulable,
+    node_labels,
     node_name,
     zone_of,
 )
@@ -41,6 +48,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration, parse_time
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.budgets import allowed_disruptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
@@ -61,10 +69,13 @@ class DriftRules:
     max_node_age: str | None = None
     annotations: tuple = ()
     taints: tuple = ()
+    # Karpenter's own verdict: the node's NodeClaim is Drifted (in one of ``nodepools``, when given).
+    karpenter_drifted: bool = False
+    nodepools: tuple = ()
 
     def __bool__(self):
         return bool(self.target_kubelet_version or self.labels or self.max_node_age or self.annotations
-                    or self.taints)
+                    or self.taints or self.karpenter_drifted)
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,8 @@ class RotationSettings:
     template_allocatable: dict | None = None
     abort_if: AbortIf = field(default_factory=AbortIf)
     zone_counts_of: tuple = ()
+    # Batches no larger than the chosen nodes' NodePools let Karpenter disrupt for Drifted now.
+    karpenter_budgets: bool = False
 
 
 def version_tuple(text):
@@ -98,8 +111,9 @@ def version_tuple(text):
     return tuple(int(n) for n in (numbers + ["0", "0", "0"])[:3])
 
 
-def drift_reasons(node, rules, now):
-    """Why ``node`` drifted from what ``rules`` (DriftRules) want; an empty list when it did not."""
+def drift_reasons(node, rules, now, claim=None):
+    """Why ``node`` drifted from what ``rules`` (DriftRules) want; an empty list when it did not. ``claim`` is
+    the node's Karpenter NodeClaim, if it has one."""
     metadata = node.get("metadata") or {}
     labels = metadata.get("labels") or {}
     annotations = metadata.get("annotations") or {}
@@ -122,11 +136,16 @@ def drift_reasons(node, rules, now):
     for key in rules.taints or ():
         if key in taint_keys:
             reasons.append("tainted %s" % key)
+    if rules.karpenter_drifted and claim and (not rules.nodepools or claim_pool(claim) in rules.nodepools):
+        reason = drift_reason(claim)
+        if reason:
+            reasons.append(reason)
     return reasons
 
 
-def choose_nodes(candidates, rules, rotation_id, now, named=()):
-    """(to rotate: [(node, reasons)], left out: [{name, reason}]) from the candidate nodes."""
+def choose_nodes(candidates, rules, rotation_id, now, named=(), claims=None):
+    """(to rotate: [(node, reasons)], left out: [{name, reason}]) from the candidate nodes; ``claims`` maps
+    node names to their Karpenter NodeClaims."""
     chosen, left_out = [], []
     for node in sorted(candidates, key=lambda n: n["metadata"]["name"]):
         name = node_name(node)
@@ -137,7 +156,7 @@ def choose_nodes(candidates, rules, rotation_id, now, named=()):
         if name in named:
             chosen.append((node, ["named"]))
             continue
-        reasons = drift_reasons(node, rules, now) if rules else ["selected"]
+        reasons = drift_reasons(node, rules, now, (claims or {}).get(name)) if rules else ["selected"]
         if reasons:
             chosen.append((node, reasons))
         else:
@@ -241,13 +260,15 @@ def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_n
     return counts, warm, "; ".join(explanations)
 
 
-def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None):
+def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None, node_claims=(),
+                  node_pools=()):
     """The whole rotation plan. Pure.
 
     ``nodes`` are the candidate nodes plus every other node of the cluster
     (``settings.candidates`` names the candidates); ``replicas`` maps each
     Workload to its desired replicas; ``claim_zones`` maps "namespace/claim"
-    to the zone its volume is bound to.
+    to the zone its volume is bound to; ``node_claims`` and ``node_pools`` are
+    Karpenter's NodeClaims and NodePools, for its drift and its budgets.
 
     Every pod moves once: a workload that must surge is restarted once, at
     the batch of its first pod, and that restart moves all its pods on the
@@ -257,7 +278,11 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     the pods they take in, and each pod is placed in its own zone first.
     """
     candidates = [node for node in nodes if node_name(node) in settings.candidates]
-    chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named)
+    chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named,
+                                    claims_by_node(node_claims))
+    batch_size, budget_notes, budget_stops = settings.batch_size or 1, [], []
+    if settings.karpenter_budgets:
+        batch_size, budget_notes, budget_stops = budget_batch_size(chosen, nodes, node_pools, batch_size, now)
     rotating = {node_name(node) for node, _reasons in chosen}
     zone_by_node = {node_name(node): zone_of(node) for node in nodes}
     pdb_index = PdbIndex(pdbs)
@@ -275,7 +300,7 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     for pod, _workload, method, _reason in moves.values():
         if method != "stays":
             pods_per_node[node_of(pod)] = pods_per_node.get(node_of(pod), 0) + 1
-    batches = make_batches(chosen, settings.batch_size or 1, pods_per_node, settings.most_disruptive or "last")
+    batches = make_batches(chosen, batch_size, pods_per_node, settings.most_disruptive or "last")
     targets = [node for node in nodes if node_name(node) not in rotating and is_schedulable(node)]
     residents = [pod for pod in pods if node_of(pod) not in rotating and not is_terminal(pod)]
     pool_labels = settings.pool_labels or {}
@@ -385,14 +410,35 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         "batches": batches,
         "fits": all(batch["fits"] for batch in batches),
         "safe": not any(batch["blocked"] for batch in batches),
-        "abort_reasons": abort_reasons(pods, pdbs, settings.abort_if, now),
+        "abort_reasons": abort_reasons(pods, pdbs, settings.abort_if, now) + budget_stops,
         "zone_counts": zone_counts(pods, moving_owners, zone_by_node, replica_set_owners),
         "zone_counts_planned": zone_counts(residents, moving_owners, dict(zone_by_node, **placed_zones),
                                            replica_set_owners),
         "warnings": zone_warnings(chosen, pool_labels),
+        "budgets": budget_notes,
     }
     plan["summary"] = summarize_plan(plan)
     return plan
+
+
+def budget_batch_size(chosen, nodes, node_pools, batch_size, now):
+    """(batch size, notes, reasons to stop): ``batch_size`` cut to what the chosen nodes' NodePools allow for
+    Drifted now, counting each pool's nodes as Karpenter does. A pool that allows none stops the rotation
+    (the batches keep one node so that the plan still shows them)."""
+    pools = {pool["metadata"]["name"]: pool for pool in node_pools or ()}
+    size = batch_count(batch_size, len(chosen))
+    notes, stops = [], []
+    for name in sorted({node_labels(node).get(NODEPOOL_LABEL) for node, _reasons in chosen} - {None}):
+        if name not in pools:
+            continue
+        pool_nodes = sum(1 for node in nodes if node_labels(node).get(NODEPOOL_LABEL) == name)
+        allowed, note = allowed_disruptions(pools[name], pool_nodes, now)
+        notes.append(note)
+        if allowed is not None:
+            if allowed < 1:
+                stops.append(note)
+            size = min(size, max(allowed, 1))
+    return str(size), notes, stops
 
 
 def protected_node_note(node):
@@ -434,6 +480,7 @@ def summarize_plan(plan):
             if batch["blocked"] else ""))
     for node in plan["nodes"]:
         lines.extend("node %s: %s" % (node["name"], note) for note in node.get("notes") or [])
+    lines.extend("budget: %s" % note for note in plan["budgets"])
     lines.extend("warning: %s" % warning for warning in plan["warnings"])
     return lines
 

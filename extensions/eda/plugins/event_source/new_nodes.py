@@ -1,0 +1,751 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""kubeops.rotation.new_nodes: an Event-Driven Ansible source of nodes that joined the cluster.
+
+Watches the cluster's Nodes and puts one event on the queue for the nodes that
+became Ready and schedulable within ``debounce_seconds`` of the first of them,
+so that a rulebook can run one rebalance pass within seconds of new capacity
+instead of a CronJob every five minutes.
+
+Arguments (all optional):
+
+    kubeconfig, context, host, api_key, ca_cert, client_cert, client_key,
+    validate_certs, proxy, impersonate_user, impersonate_groups:
+        the connection options of the collection's modules, with the same
+        names, aliases and K8S_AUTH_* environment variable fallbacks.
+    label_selector:     only the nodes it picks (for example one node pool).
+    debounce_seconds:   how long after the first node more may join the same
+                        event; default 30.
+    include_existing:   count the nodes already Ready and schedulable when the
+                        source starts (in its first event); default false.
+    tolerated_taints:   taint keys that do not make a node unschedulable here
+                        (a dedicated pool's taint); default none.
+
+Example rulebook:
+
+    - name: Rebalance when nodes join
+      hosts: all
+      sources:
+        - kubeops.rotation.new_nodes:
+            debounce_seconds: 30
+      rules:
+        - name: Even out pods onto the new nodes
+          condition: event.new_nodes is defined
+          action:
+            run_playbook:
+              name: kubeops.rotation.rebalance
+
+See DOCUMENTATION below for the event's fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib
+import json
+import logging
+import os
+import random
+import sys
+import threading
+import time
+from collections import namedtuple
+
+DOCUMENTATION = r"""
+---
+short_description: Events for nodes that became Ready and schedulable, debounced
+description:
+  - Lists the nodes, then watches them. A node counts when it is Ready, not
+    cordoned, not being deleted, and has no C(NoSchedule) or C(NoExecute)
+    taint (C(node.kubernetes.io/not-ready), C(node.cloudprovider.kubernetes.io/uninitialized),
+    C(karpenter.sh/unregistered), a CNI's or a CSI driver's start-up taint,
+    ...) other than those in O(tolerated_taints).
+  - Each node (by uid) counts once, when it first is so. Nodes that already
+    are when the source starts do not count unless O(include_existing); a node
+    that was not Ready or cordoned then counts when it becomes so.
+  - The first node that counts opens a window of O(debounce_seconds); every
+    node that counts before it closes goes into the same, one event. A node
+    deleted meanwhile is left out. So an event comes at most
+    O(debounce_seconds) after its first node became schedulable.
+  - Where the Karpenter C(karpenter.sh/v1) NodeClaim API exists, the
+    NodeClaims are read when an event goes out, to name each node's claim and
+    the claims still on their way (C(pending_nodeclaims)); nothing else depends
+    on them.
+  - An expired watch (HTTP 410) or a broken stream is followed by a new list,
+    which also counts the nodes that joined meanwhile; any other failure
+    (the API server away, a refused request) is logged and retried with
+    backoff from 0.5 s to 30 s. The source never stops by itself.
+options:
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file, or the kubeconfig itself as a dictionary.
+        Without it and without O(host), E(KUBECONFIG) or C(~/.kube/config),
+        else the in-cluster service account.
+      - Falls back to E(K8S_AUTH_KUBECONFIG).
+    type: raw
+  context:
+    description: The kubeconfig context to use. Falls back to E(K8S_AUTH_CONTEXT).
+    type: str
+  host:
+    description: URL of the API server, over the kubeconfig's. Falls back to E(K8S_AUTH_HOST).
+    type: str
+  api_key:
+    description: Bearer token. Falls back to E(K8S_AUTH_API_KEY).
+    type: str
+  ca_cert:
+    description: CA bundle of the API server. Falls back to E(K8S_AUTH_SSL_CA_CERT).
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description: Client certificate. Falls back to E(K8S_AUTH_CERT_FILE).
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description: Key of O(client_cert). Falls back to E(K8S_AUTH_KEY_FILE).
+    type: path
+    aliases: [key_file]
+  validate_certs:
+    description: Whether to verify the API server's certificate. Falls back to E(K8S_AUTH_VERIFY_SSL).
+    type: bool
+    aliases: [verify_ssl]
+  proxy:
+    description: HTTP proxy to the API server. Falls back to E(K8S_AUTH_PROXY).
+    type: str
+  impersonate_user:
+    description: User to act as. Falls back to E(K8S_AUTH_IMPERSONATE_USER).
+    type: str
+  impersonate_groups:
+    description: Groups to act as; needs O(impersonate_user).
+    type: list
+    elements: str
+  label_selector:
+    description:
+      - Only the nodes this label selector picks, for example
+        V(karpenter.sh/nodepool=general). Every node when empty.
+      - Also selects the pending NodeClaims reported.
+    type: str
+  debounce_seconds:
+    description: How long after the first node of an event others may join it. 0 sends each burst at once.
+    type: float
+    default: 30
+  include_existing:
+    description: Count the nodes already Ready and schedulable at the start, in the first event.
+    type: bool
+    default: false
+  tolerated_taints:
+    description:
+      - Keys of C(NoSchedule) and C(NoExecute) taints that do not keep a node
+        from counting, for a pool whose pods tolerate them (V(nvidia.com/gpu), V(dedicated)).
+    type: list
+    elements: str
+    default: []
+event:
+  new_nodes:
+    description: Names of the nodes of the event, sorted.
+    type: list
+  count:
+    description: How many.
+    type: int
+  zones:
+    description: The names per C(topology.kubernetes.io/zone) (V("") for a node without one).
+    type: dict
+  nodes:
+    description:
+      - Per node C(name), C(uid), C(zone), C(region), C(instance_type),
+        C(capacity_type), C(nodepool) (Karpenter), C(nodeclaim) (when read),
+        C(created), C(ready_since) (the Ready condition's lastTransitionTime),
+        C(available_at) (when the source saw it count), C(existed_at_start),
+        C(kubelet_version), C(allocatable), C(taints) and C(labels).
+    type: list
+  window:
+    description: C(opened_at), C(closed_at) (UTC), C(seconds) between them and C(debounce_seconds).
+    type: dict
+  label_selector:
+    description: The O(label_selector), or null.
+    type: str
+  pending_nodeclaims:
+    description:
+      - NodeClaims not being deleted whose node is not yet initialized (C(name),
+        C(nodepool), C(node)); more capacity on its way. Only where the NodeClaim API exists.
+    type: list
+"""
+
+EXAMPLES = r"""
+- name: Rebalance within seconds of new nodes, not every five minutes
+  hosts: all
+  sources:
+    - name: Nodes of the general pool that became Ready and schedulable
+      kubeops.rotation.new_nodes:
+        label_selector: karpenter.sh/nodepool=general
+        debounce_seconds: 30
+  rules:
+    - name: Even out pods onto them
+      condition: event.new_nodes is defined
+      action:
+        run_playbook:
+          name: kubeops.rotation.rebalance
+          extra_vars:
+            rebalance_run_id: rebalance-on-new-nodes
+            rebalance_reason: "nodes joined: {{ event.new_nodes | join(', ') }}"
+
+- name: Print the events (connection from K8S_AUTH_KUBECONFIG, or a token)
+  hosts: all
+  sources:
+    - kubeops.rotation.new_nodes:
+        host: https://10.0.0.1:6443
+        api_key: "{{ cluster_token }}"
+        ca_cert: /etc/kubeops/ca.crt
+        debounce_seconds: 10
+        include_existing: true
+  rules:
+    - name: Print
+      condition: event.new_nodes is defined
+      action:
+        print_event:
+          pretty: true
+"""
+
+LOGGER = logging.getLogger("kubeops.rotation.new_nodes")
+
+# The shared connection options (module_utils/ansible_module.py CONNECTION_ARGUMENT_SPEC, which a unit test compares
+# with this): name, aliases, environment variable, kind.
+CONNECTION_OPTIONS = (
+    ("kubeconfig", (), "K8S_AUTH_KUBECONFIG", "raw"),
+    ("context", (), "K8S_AUTH_CONTEXT", "str"),
+    ("host", (), "K8S_AUTH_HOST", "str"),
+    ("api_key", (), "K8S_AUTH_API_KEY", "str"),
+    ("ca_cert", ("ssl_ca_cert",), "K8S_AUTH_SSL_CA_CERT", "path"),
+    ("client_cert", ("cert_file",), "K8S_AUTH_CERT_FILE", "path"),
+    ("client_key", ("key_file",), "K8S_AUTH_KEY_FILE", "path"),
+    ("validate_certs", ("verify_ssl",), "K8S_AUTH_VERIFY_SSL", "bool"),
+    ("proxy", (), "K8S_AUTH_PROXY", "str"),
+    ("impersonate_user", (), "K8S_AUTH_IMPERSONATE_USER", "str"),
+    ("impersonate_groups", (), None, "list"),
+)
+SOURCE_OPTIONS = ("label_selector", "debounce_seconds", "include_existing", "tolerated_taints")
+DEFAULT_DEBOUNCE_SECONDS = 30.0
+# A watch ends after this long and is opened again from where it was; a stop waits for it at most this long.
+WATCH_SECONDS = 120
+NODECLAIM_API = ("karpenter.sh", "v1", "nodeclaims")
+NODECLAIM_RECHECK_SECONDS = 600
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+REGION_LABEL = "topology.kubernetes.io/region"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABELS = ("karpenter.sh/capacity-type", "eks.amazonaws.com/capacityType")
+TRUE_WORDS = ("true", "yes", "on", "1", "y", "t")
+FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
+
+
+def _collection_on_path():
+    """Make ``ansible_collections.kubeops.rotation`` importable, for its client and node facts.
+
+    ansible-rulebook runs this file by its path (runpy), outside Ansible's collection loader; installed, the file
+    is at <root>/ansible_collections/kubeops/rotation/extensions/eda/plugins/event_source/, so <root> goes on
+    sys.path when the collection is not importable already.
+    """
+    try:
+        importlib.import_module("ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes")
+        return
+    except ImportError:
+        pass
+    parts = os.path.abspath(__file__).split(os.sep)
+    if len(parts) > 8 and parts[-8:-5] == ["ansible_collections", "kubeops", "rotation"]:
+        sys.path.append(os.sep.join(parts[:-8]) or os.sep)
+
+
+_collection_on_path()
+try:
+    from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import (
+        KUBERNETES_IMPORT_ERROR,
+        new_client,
+    )
+    from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
+    from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WatchExpired, watch
+    from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
+        is_cordoned,
+        is_ready,
+        node_labels,
+        taints_of,
+        zone_of,
+    )
+except ImportError as exc:
+    raise ImportError(
+        "kubeops.rotation.new_nodes needs the kubeops.rotation collection installed "
+        "(ansible-galaxy collection install kubeops.rotation), not this file alone: %s" % exc) from exc
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pure: arguments, what counts, the window, the event. No kubernetes, no clock, no randomness unless passed in.
+# ---------------------------------------------------------------------------------------------------------------
+
+Settings = namedtuple("Settings", "connection label_selector debounce_seconds include_existing tolerated_taints")
+Availability = namedtuple("Availability", "available reason")
+Counted = namedtuple("Counted", "uid name node existed_at_start")
+
+
+def _boolean(name, value):
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() in TRUE_WORDS:
+        return True
+    if str(value).strip().lower() in FALSE_WORDS:
+        return False
+    raise ValueError("%s must be true or false, got %r." % (name, value))
+
+
+def _strings(name, value):
+    if isinstance(value, str):
+        value = [item.strip() for item in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) and item for item in value):
+        raise ValueError("%s must be a list of non-empty strings, got %r." % (name, value))
+    return list(value)
+
+
+def connection_params(args, environ):
+    """The connection options of ``args`` (by name or alias), else from the K8S_AUTH_* variables, as
+    api.client.new_client takes them."""
+    params = {}
+    for name, aliases, variable, kind in CONNECTION_OPTIONS:
+        value = next((args[key] for key in (name,) + aliases if args.get(key) not in (None, "")), None)
+        if value is None and variable and environ.get(variable):
+            value = environ[variable]
+        if value is None:
+            params[name] = None
+        elif kind == "bool":
+            params[name] = _boolean(name, value)
+        elif kind == "list":
+            params[name] = _strings(name, value)
+        elif kind == "path":
+            params[name] = os.path.expanduser(str(value))
+        elif kind == "raw":
+            params[name] = value if isinstance(value, dict) else str(value)
+        else:
+            params[name] = str(value)
+    if bool(params["client_cert"]) != bool(params["client_key"]):
+        raise ValueError("client_cert and client_key go together: give both or neither.")
+    if params["impersonate_groups"] and not params["impersonate_user"]:
+        raise ValueError("impersonate_groups needs impersonate_user.")
+    return params
+
+
+def settings_from_args(args, environ):
+    """Settings from the source's arguments, or ValueError naming the one that is wrong."""
+    args = dict(args or {})
+    debounce = args.get("debounce_seconds")
+    if debounce in (None, ""):
+        debounce = DEFAULT_DEBOUNCE_SECONDS
+    try:
+        debounce = float(debounce)
+    except (TypeError, ValueError):
+        raise ValueError("debounce_seconds must be a number of seconds, got %r." % (debounce,)) from None
+    if not 0 <= debounce <= 3600:
+        raise ValueError("debounce_seconds must be between 0 and 3600, got %s." % debounce)
+    selector = args.get("label_selector")
+    if selector is not None and not isinstance(selector, str):
+        raise ValueError("label_selector must be a string such as karpenter.sh/nodepool=general, got %r." % selector)
+    tolerated = args.get("tolerated_taints")
+    return Settings(connection=connection_params(args, environ),
+                    label_selector=(selector or "").strip() or None,
+                    debounce_seconds=debounce,
+                    include_existing=_boolean("include_existing", args.get("include_existing", False)),
+                    tolerated_taints=tuple(_strings("tolerated_taints", tolerated) if tolerated else ()))
+
+
+def unknown_args(args):
+    """Argument names this source does not know (typos), sorted."""
+    known = set(SOURCE_OPTIONS)
+    for name, aliases, _variable, _kind in CONNECTION_OPTIONS:
+        known.update((name,) + aliases)
+    return sorted(set(args or {}) - known)
+
+
+def availability(node, tolerated_taints=()):
+    """Whether new pods can be scheduled on ``node`` now, and if not, why."""
+    if (node.get("metadata") or {}).get("deletionTimestamp"):
+        return Availability(False, "being deleted")
+    if not is_ready(node):
+        return Availability(False, "not Ready")
+    if is_cordoned(node):
+        return Availability(False, "cordoned")
+    blocking = ["%s:%s" % (taint.get("key"), taint.get("effect")) for taint in taints_of(node)
+                if taint.get("effect") in BLOCKING_EFFECTS and taint.get("key") not in tolerated_taints]
+    if blocking:
+        return Availability(False, "tainted %s" % ", ".join(blocking))
+    return Availability(True, "Ready and schedulable")
+
+
+class NodeTracker:
+    """Which nodes count: each node, by uid, once, when it first is Ready and schedulable.
+
+    ``listed`` takes a whole list (the first one at start, the others after a
+    lost watch), ``observe`` one watch event. Both return the nodes that count
+    now (``Counted``); ``listed`` also the uids that are gone.
+    """
+
+    def __init__(self, tolerated_taints=(), include_existing=False):
+        self.tolerated_taints = tuple(tolerated_taints)
+        self.include_existing = include_existing
+        self.started = False
+        self.known = {}  # uid -> name of every node seen
+        self.counted = set()  # uids that counted, or were available at the start
+        self.ignored_at_start = []  # names of the nodes available at the start, not counted
+        self.at_start = set()  # uids of the first list: a node there that becomes available later existed
+
+    def listed(self, nodes):
+        at_start, self.started = not self.started, True
+        if at_start:
+            self.at_start = {node["metadata"]["uid"] for node in nodes}
+        present = set()
+        counted = []
+        for node in nodes:
+            present.add(node["metadata"]["uid"])
+            now_counted = self._see(node, at_start)
+            if now_counted:
+                counted.append(now_counted)
+        gone = sorted(set(self.known) - present)
+        for uid in gone:
+            self.forget(uid)
+        return counted, gone
+
+    def observe(self, event_type, node):
+        """The node if this watch event makes it count, else None. DELETED forgets it."""
+        if event_type == "DELETED":
+            self.forget(node["metadata"]["uid"])
+            return None
+        if event_type not in ("ADDED", "MODIFIED"):
+            return None
+        return self._see(node, False)
+
+    def forget(self, uid):
+        self.known.pop(uid, None)
+        self.counted.discard(uid)
+
+    def _see(self, node, at_start):
+        metadata = node["metadata"]
+        uid = metadata["uid"]
+        self.known[uid] = metadata["name"]
+        if uid in self.counted:
+            return None
+        verdict = availability(node, self.tolerated_taints)
+        if not verdict.available:
+            return None
+        self.counted.add(uid)
+        if at_start and not self.include_existing:
+            self.ignored_at_start.append(metadata["name"])
+            return None
+        return Counted(uid=uid, name=metadata["name"], node=node, existed_at_start=uid in self.at_start)
+
+
+class Debouncer:
+    """Collects items from the first one for ``seconds``; then they go out together.
+
+    Times are whatever clock the caller passes (monotonic seconds). The window
+    opens at the first ``add`` and closes ``seconds`` later however many come;
+    an item discarded meanwhile leaves it, and an empty window closes.
+    """
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.opened = None
+        self.items = {}
+
+    def add(self, key, item, now):
+        if not self.items:
+            self.opened = now
+        self.items.setdefault(key, item)
+
+    def discard(self, key):
+        self.items.pop(key, None)
+        if not self.items:
+            self.opened = None
+
+    @property
+    def deadline(self):
+        return None if self.opened is None else self.opened + self.seconds
+
+    def due(self, now):
+        return self.opened is not None and now >= self.deadline
+
+    def take(self):
+        """The items of the window, in the order they came, and the time it opened; the window is empty after."""
+        items, opened = list(self.items.values()), self.opened
+        self.items, self.opened = {}, None
+        return items, opened
+
+
+class Backoff:
+    """0.5 s, 1 s, 2 s, ... up to 30 s, each within +-20 % (``rand`` gives [0, 1))."""
+
+    def __init__(self, first=0.5, cap=30.0, rand=random.random):
+        self.first, self.cap, self.rand = first, cap, rand
+        self.failures = 0
+
+    def next(self):
+        delay = min(self.cap, self.first * 2 ** min(self.failures, 16))
+        self.failures += 1
+        return delay * (0.8 + 0.4 * self.rand())
+
+    def reset(self):
+        self.failures = 0
+
+
+def _condition(node, condition_type):
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == condition_type:
+            return condition
+    return {}
+
+
+def node_record(counted, available_at, nodeclaim=None):
+    """What the event says about one node."""
+    node = counted.node
+    labels = node_labels(node)
+    status = node.get("status") or {}
+    return {
+        "name": counted.name,
+        "uid": counted.uid,
+        "zone": zone_of(node),
+        "region": labels.get(REGION_LABEL),
+        "instance_type": labels.get(INSTANCE_TYPE_LABEL),
+        "capacity_type": next((labels[key] for key in CAPACITY_TYPE_LABELS if key in labels), None),
+        "nodepool": labels.get(NODEPOOL_LABEL),
+        "nodeclaim": nodeclaim,
+        "created": node["metadata"].get("creationTimestamp"),
+        "ready_since": _condition(node, "Ready").get("lastTransitionTime"),
+        "available_at": available_at,
+        "existed_at_start": counted.existed_at_start,
+        "kubelet_version": (status.get("nodeInfo") or {}).get("kubeletVersion"),
+        "allocatable": dict(status.get("allocatable") or {}),
+        "taints": list(taints_of(node)),
+        "labels": dict(labels),
+    }
+
+
+def nodeclaims_by_node(claims):
+    """NodeClaim name per node name, and the claims on their way (not deleting, node not yet initialized)."""
+    by_node, pending = {}, []
+    for claim in claims:
+        metadata = claim.get("metadata") or {}
+        node = (claim.get("status") or {}).get("nodeName")
+        if node:
+            by_node[node] = metadata.get("name")
+        initialized = any(condition.get("type") == "Initialized" and condition.get("status") == "True"
+                          for condition in (claim.get("status") or {}).get("conditions") or [])
+        if not metadata.get("deletionTimestamp") and not initialized:
+            labels = metadata.get("labels") or {}
+            pending.append({"name": metadata.get("name"), "nodepool": labels.get(NODEPOOL_LABEL), "node": node})
+    return by_node, sorted(pending, key=lambda claim: claim["name"] or "")
+
+
+def nodes_event(records, opened_at, closed_at, settings, pending_nodeclaims=None):
+    """The event for the records of one window. ``opened_at`` and ``closed_at`` are aware datetimes."""
+    records = sorted(records, key=lambda record: record["name"])
+    zones = {}
+    for record in records:
+        zones.setdefault(record["zone"] or "", []).append(record["name"])
+    event = {
+        "new_nodes": [record["name"] for record in records],
+        "count": len(records),
+        "zones": zones,
+        "nodes": records,
+        "window": {"opened_at": _iso(opened_at), "closed_at": _iso(closed_at),
+                   "seconds": round((closed_at - opened_at).total_seconds(), 3),
+                   "debounce_seconds": settings.debounce_seconds},
+        "label_selector": settings.label_selector,
+    }
+    if pending_nodeclaims is not None:
+        event["pending_nodeclaims"] = pending_nodeclaims
+    return event
+
+
+def _iso(moment):
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Acting: the watch in a thread of its own, the window and the queue in the event loop.
+# ---------------------------------------------------------------------------------------------------------------
+
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _describe(exc):
+    if ApiException is not None and isinstance(exc, ApiException):
+        return api_error_message(exc)
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+def list_nodes(client, label_selector):
+    """Every node as a dict, page by page, and the list's resourceVersion (every page is of the same snapshot)."""
+    nodes, token, version = [], None, None
+    while True:
+        page = client.core.list_node(limit=500, _continue=token, label_selector=label_selector)
+        version = version or page.metadata.resource_version
+        nodes.extend(client.to_dict(item) for item in page.items)
+        token = page.metadata._continue
+        if not token:
+            return nodes, version
+
+
+def follow_nodes(client, label_selector, deliver, stop, backoff=None):
+    """List the nodes, then watch them, for ever: ``deliver(("listed", nodes))`` after every list and
+    ``deliver((type, node))`` for every watch event, until ``stop`` is set. Runs in a thread of its own."""
+    backoff = backoff or Backoff()
+    selector = {"label_selector": label_selector} if label_selector else {}
+    while not stop.is_set():
+        try:
+            nodes, version = list_nodes(client, label_selector)
+            deliver(("listed", nodes))
+            while not stop.is_set():
+                opened, delivered = time.monotonic(), False
+                for event_type, node in watch(client, client.core.list_node, version, WATCH_SECONDS,
+                                              allow_watch_bookmarks=True, **selector):
+                    version = (node.get("metadata") or {}).get("resourceVersion") or version
+                    if event_type != "BOOKMARK":
+                        deliver((event_type, node))
+                    delivered = True
+                    backoff.reset()
+                    if stop.is_set():
+                        return
+                if delivered or time.monotonic() - opened >= WATCH_SECONDS / 2:
+                    backoff.reset()  # a watch that ran its time: open it again from where it was
+                else:  # one that ends at once, with nothing, again and again (a proxy's timeout): not in a busy loop
+                    stop.wait(backoff.next())
+        except WatchExpired:
+            delay = backoff.next()
+            LOGGER.info("The watch of nodes expired or its stream broke; listing them again in %.1f s.", delay)
+        except Exception as exc:  # pylint: disable=broad-except  # never end: the next list tells what was missed
+            delay = backoff.next()
+            LOGGER.warning("Watching nodes failed (%s); trying again in %.1f s.", _describe(exc), delay)
+        stop.wait(delay)
+
+
+def read_nodeclaims(client, label_selector):
+    """The Karpenter NodeClaims, or None where that API does not exist (HTTP 404)."""
+    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+
+    group, version, plural = NODECLAIM_API
+    kwargs = {"label_selector": label_selector} if label_selector else {}
+    try:
+        listed = k8s_client.CustomObjectsApi(client.api_client).list_cluster_custom_object(
+            group, version, plural, _request_timeout=15, **kwargs)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return listed.get("items") or []
+
+
+class NewNodesSource:
+    """The source: a thread follows the nodes; the event loop keeps the tracker and the window and puts events."""
+
+    def __init__(self, settings, client, clock=time.monotonic, now=_utc_now):
+        self.settings = settings
+        self.client = client
+        self.clock = clock
+        self.now = now
+        self.tracker = NodeTracker(settings.tolerated_taints, settings.include_existing)
+        self.window = Debouncer(settings.debounce_seconds)
+        self.nodeclaims_absent_since = None
+
+    async def run(self, queue):
+        loop = asyncio.get_running_loop()
+        inbox = asyncio.Queue()
+        stop = threading.Event()
+
+        def deliver(item):
+            try:
+                loop.call_soon_threadsafe(inbox.put_nowait, item)
+            except RuntimeError:  # the event loop is closed: nobody listens any more
+                stop.set()
+
+        thread = threading.Thread(target=follow_nodes, name="kubeops-new-nodes", daemon=True,
+                                  args=(self.client, self.settings.label_selector, deliver, stop))
+        thread.start()
+        try:
+            while True:
+                deadline = self.window.deadline
+                timeout = None if deadline is None else max(0.0, deadline - self.clock())
+                try:
+                    self.handle(await asyncio.wait_for(inbox.get(), timeout))
+                    while not inbox.empty():
+                        self.handle(inbox.get_nowait())
+                except asyncio.TimeoutError:
+                    pass
+                if self.window.due(self.clock()):
+                    await queue.put(await self.event(loop))
+        finally:
+            stop.set()
+
+    def handle(self, item):
+        kind, payload = item
+        now = self.clock()
+        if kind == "listed":
+            first = not self.tracker.started
+            counted, gone = self.tracker.listed(payload)
+            for uid in gone:
+                self.window.discard(uid)
+            if first:
+                LOGGER.info("Watching nodes%s: %d listed, %d already Ready and schedulable %s.",
+                            " (%s)" % self.settings.label_selector if self.settings.label_selector else "",
+                            len(payload), len(self.tracker.ignored_at_start) + len(counted),
+                            "and counted" if self.settings.include_existing else "and left out")
+        else:
+            if kind == "DELETED":
+                self.window.discard(payload["metadata"]["uid"])
+            one = self.tracker.observe(kind, payload)
+            counted = [one] if one else []
+        for node in counted:
+            LOGGER.info("Node %s is Ready and schedulable.", node.name)
+            self.window.add(node.uid, (node, self.now()), now)
+
+    async def event(self, loop):
+        items, _opened = self.window.take()
+        claims = await loop.run_in_executor(None, self._nodeclaims)
+        by_node, pending = nodeclaims_by_node(claims) if claims is not None else ({}, None)
+        records = [node_record(node, _iso(seen), by_node.get(node.name)) for node, seen in items]
+        event = nodes_event(records, min(seen for _node, seen in items), self.now(), self.settings, pending)
+        LOGGER.info("Nodes joined: %s.", ", ".join(event["new_nodes"]))
+        return event
+
+    def _nodeclaims(self):
+        now = self.clock()
+        if self.nodeclaims_absent_since is not None and now - self.nodeclaims_absent_since < NODECLAIM_RECHECK_SECONDS:
+            return None
+        try:
+            claims = read_nodeclaims(self.client, self.settings.label_selector)
+        except Exception as exc:  # pylint: disable=broad-except  # enrichment only: the event goes out without it
+            LOGGER.warning("Reading the NodeClaims failed (%s); this event goes without them.", _describe(exc))
+            return None
+        # No Karpenter here: asked again only after a while, in case it gets installed.
+        self.nodeclaims_absent_since = now if claims is None else None
+        return claims
+
+
+async def main(queue, args):
+    """The entry point ansible-rulebook calls: puts an event on ``queue`` for each window of new nodes."""
+    args = dict(args or {})
+    for name in unknown_args(args):
+        LOGGER.warning("kubeops.rotation.new_nodes has no argument %r; it is ignored.", name)
+    settings = settings_from_args(args, os.environ)
+    if KUBERNETES_IMPORT_ERROR:
+        raise ImportError("kubeops.rotation.new_nodes needs the kubernetes Python library: %s"
+                          % KUBERNETES_IMPORT_ERROR)
+    client = new_client(settings.connection)
+    await NewNodesSource(settings, client).run(queue)
+
+
+if __name__ == "__main__":
+    # python new_nodes.py '{"debounce_seconds": 5, "include_existing": true}' prints the events it would put.
+
+    class MockQueue:
+        async def put(self, event):
+            print(json.dumps(event, indent=2, sort_keys=True), flush=True)
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    asyncio.run(main(MockQueue(), json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}))
