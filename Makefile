@@ -13,7 +13,7 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo down clean
+.PHONY: test venv cluster-bin collection checkout-link unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo demo-node-group down clean
 
 # The version matrix, as ansible-core,Python,kubernetes: the oldest ansible-core that meta/runtime.yml allows on a
 # controller Python it supports, with the oldest kubernetes client that requirements.txt allows; the newest of each.
@@ -104,7 +104,17 @@ bench: venv cluster-bin collection
 	$(BIN)/python tests/bench/module_costs.py
 	$(BIN)/python tests/bench/rebalance_vs_descheduler.py
 
+# The article's situation on the real Karpenter: a NodePool change, Drifted NodeClaims, do-not-disrupt pods, and
+# rotate_nodes on the drifted nodes (tests/cluster/karpenter_demo.py).
 demo: venv cluster-bin collection
+	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
+	python3 tests/cluster/cluster.py up --dir $(DEMO_DIR) --autoscaler karpenter --python $(BIN)/python
+	$(BIN)/python tests/cluster/karpenter_demo.py --kubeconfig $(DEMO_DIR)/kubeconfig
+	@echo "The demo cluster keeps running: export KUBECONFIG=$(DEMO_DIR)/kubeconfig; 'make down' stops it."
+
+# The same rotation on a node-group style autoscaler (the test provisioner: a fixed pool that scales up from
+# pending pods, as cluster-autoscaler with an ASG does).
+demo-node-group: venv cluster-bin collection
 	python3 tests/cluster/cluster.py down --dir $(DEMO_DIR)
 	python3 tests/cluster/cluster.py up --dir $(DEMO_DIR) --provisioner tests/cluster/pools.yaml --python $(BIN)/python
 	$(BIN)/python tests/cluster/demo.py --kubeconfig $(DEMO_DIR)/kubeconfig

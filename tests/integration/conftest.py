@@ -7,6 +7,11 @@ a cluster of your own instead (kind, k3d, EKS...): it must run kwok managing
 nodes annotated kwok.x-k8s.io/node=fake, since the tests make their own
 nodes; set KUBEOPS_TEST_PROVISIONER=1 too if it runs tests/cluster/provisioner.py
 with tests/cluster/pools.yaml, otherwise the tests that need it are skipped.
+
+Tests on the real Karpenter (test_karpenter.py) start a second control plane
+of their own with Karpenter as its autoscaler (``karpenter_cluster``); with
+KUBEOPS_TEST_KUBECONFIG they run against that cluster only when
+KUBEOPS_TEST_KARPENTER=1 says it runs Karpenter with the KWOK provider.
 """
 
 from __future__ import annotations
@@ -93,6 +98,23 @@ def cluster(tmp_path_factory):
             json.dump({"startup_seconds": state["startup_seconds"], "versions": state["versions"],
                        "peak_rss_mib": {name: round(kib / 1024) for name, kib in peaks.items()},
                        "peak_rss_mib_total": round(sum(peaks.values()) / 1024)}, handle, indent=2)
+        local_cluster.down(state_dir)
+
+
+@pytest.fixture(scope="session")
+def karpenter_cluster(tmp_path_factory):
+    """A control plane whose autoscaler is the real Karpenter (KWOK provider), for the tests that need it."""
+    external = os.environ.get("KUBEOPS_TEST_KUBECONFIG")
+    if external:
+        if os.environ.get("KUBEOPS_TEST_KARPENTER") != "1":
+            pytest.skip("this cluster runs no Karpenter (KUBEOPS_TEST_KARPENTER)")
+        yield Cluster(external, shutil.which("kubectl"), False)
+        return
+    state_dir = str(tmp_path_factory.mktemp("karpenter-control-plane"))
+    state = local_cluster.up(state_dir, die_with_parent=True, python=sys.executable, autoscaler="karpenter")
+    try:
+        yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), False, state_dir)
+    finally:
         local_cluster.down(state_dir)
 
 

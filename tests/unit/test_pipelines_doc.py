@@ -7,9 +7,14 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
 import yaml
-from ansible.errors import ExitCode
 from ansible.executor.task_queue_manager import TaskQueueManager
+
+try:
+    from ansible.errors import ExitCode
+except ImportError:  # ansible-core 2.16, the matrix's oldest, has no ExitCode
+    ExitCode = None
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO, "docs", "pipelines.md")
@@ -108,6 +113,7 @@ def test_the_report_keys_the_page_lists_are_what_the_role_writes():
         assert "`%s`" % key in text, key
 
 
+@pytest.mark.skipif(ExitCode is None, reason="this ansible-core has no ansible.errors.ExitCode")
 def test_the_exit_code_table_is_ansible_cores():
     rows = re.findall(r"^\| (\d+) \|", doc(), re.M)
     documented = [int(code) for code in rows]
