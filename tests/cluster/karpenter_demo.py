@@ -184,7 +184,8 @@ def main():
         drifted = [c for c in claim["status"]["conditions"] if c["type"] == "Drifted"][0]
         print("  %s on node %s: Drifted=%s (%s)" % (claim["metadata"]["name"], claim["status"].get("nodeName"),
                                                     drifted["status"], drifted.get("reason")))
-    demo.wait(lambda: demo.blocked_events(), "Karpenter's DisruptionBlocked Events", timeout=60)
+    demo.wait(lambda: any("do-not-disrupt" in line for line in demo.blocked_events()),
+              "Karpenter's DisruptionBlocked Events naming do-not-disrupt", timeout=60)
     print("Karpenter will not move them itself:")
     for line in demo.blocked_events():
         print("  DisruptionBlocked %s" % line)

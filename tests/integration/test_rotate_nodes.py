@@ -156,13 +156,16 @@ def _small_scenario(kubeconfig, name):
     core.create_node(fake_node(name + "-new", {TEST_LABEL: name}))
 
 
-def test_abort_if_stops_before_a_batch_and_names_the_cause(cluster, demo, tmp_path):
+def test_abort_if_that_holds_at_the_start_stops_before_anything_changes_and_names_the_cause(cluster, demo, tmp_path):
     time.sleep(2)  # the single replica's PDB has allowed no disruption since it was made
     completed, _watcher, _seconds = demo.rotate(str(tmp_path), extra={"rotate_nodes_abort_if": {
         "pdb_blocked_for": "1s"}})
     assert completed.returncode != 0
     # Any PDB of the cluster counts: others, of other namespaces, may be named too.
-    assert "Stopped before batch 1: " in completed.stdout
+    assert "The plan cannot be carried out; nothing was changed." in completed.stdout
     assert "PDB %s/checkout has allowed no disruption" % demo.namespace in completed.stdout
-    assert "rerun with rotate_nodes_id" in completed.stdout
-    assert not any(cluster.core.read_node(name).spec.unschedulable for name in demo.old_nodes)
+    for name in demo.old_nodes:
+        node = cluster.core.read_node(name)
+        assert not node.spec.unschedulable
+        assert "kubeops.io/rotating" not in (node.metadata.labels or {}), "no node was marked"
+        assert not any(taint.key == "kubeops.io/rotating" for taint in node.spec.taints or [])
