@@ -13,6 +13,10 @@ at nothing, so a job connects through what env/envvars injects or not at all.
 The report is read back as AWX reads it: the set_stats data of the job's
 playbook_on_stats event (what AWX shows as the job's artifacts), and the job
 events of the tasks (what AWX shows as the job's output).
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style: a fixed pool that scales up
+from pending pods, as cluster-autoscaler with an ASG does. The rotation and warm nodes on the real Karpenter
+are in test_karpenter.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Faults a production cluster has: the API server goes away for 10 s in the middle of a drain."""
+"""Faults a production cluster has: the API server goes away for 10 s in the middle of a drain.
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style: a fixed pool that scales up
+from pending pods, as cluster-autoscaler with an ASG does. The rotation and warm nodes on the real Karpenter
+are in test_karpenter.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""One run at a time: the cluster's Lease refuses a second rotation before it writes anything."""
+"""One run at a time: the cluster's Lease refuses a second rotation before it writes anything.
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style: a fixed pool that scales up
+from pending pods, as cluster-autoscaler with an ASG does. The rotation and warm nodes on the real Karpenter
+are in test_karpenter.py.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,10 @@ otherwise be sent too.
 Teardown deletes every object the tests created (both ClusterRoles, both
 ClusterRoleBindings and both ServiceAccounts) and leaves those that existed
 before, on a cluster of your own.
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style: a fixed pool that scales up
+from pending pods, as cluster-autoscaler with an ASG does. The rotation and warm nodes on the real Karpenter
+are in test_karpenter.py.
 """
 
 from __future__ import annotations

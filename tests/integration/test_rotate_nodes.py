@@ -1,4 +1,9 @@
-"""The rotation end to end: ansible-playbook kubeops.rotation.rotate_nodes on the demo scenario."""
+"""The rotation end to end: ansible-playbook kubeops.rotation.rotate_nodes on the demo scenario.
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style: a fixed pool that scales up
+from pending pods, as cluster-autoscaler with an ASG does. The rotation and warm nodes on the real Karpenter
+are in test_karpenter.py.
+"""
 
 from __future__ import annotations
 

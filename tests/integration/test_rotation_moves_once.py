@@ -5,6 +5,10 @@ and sets kubectl.kubernetes.io/restartedAt), evictions from the API server's
 own apiserver_request_total, disruption by a watcher, zones from the pods.
 Pods become Ready 2 s after they are bound (tests/cluster/cluster.py), so
 waiting for replacements and PDB pacing are exercised.
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style: a fixed pool that scales up
+from pending pods, as cluster-autoscaler with an ASG does. The rotation and warm nodes on the real Karpenter
+are in test_karpenter.py.
 """
 
 from __future__ import annotations
