@@ -35,7 +35,30 @@ from kube import DisruptionWatcher, daemon_set, deployment, pdb, stateful_set  #
 MIN_READY = {"web": 3, "checkout": 1}
 
 
-class Demo(ClusterClients):
+class RotationScenario(ClusterClients):
+    """What every demo scenario shares: its namespace's Ready pods, and rotate_nodes run with its
+    ``rotation`` variables under a watcher."""
+
+    namespace = None
+    rotation = None
+
+    def ready_count(self):
+        return sum(1 for pod in self.pods(self.namespace) if pod.status.phase == "Running" and any(
+            c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
+
+    def rotate(self, work_dir, extra=None, check=False):
+        """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""
+        started = time.monotonic()
+        with DisruptionWatcher(self, self.namespace) as watcher:
+            completed = run_collection_playbook(
+                "kubeops.rotation.rotate_nodes",
+                dict(dict(self.rotation, kubeops_kubeconfig=self.kubeconfig,
+                          rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json")), **(extra or {})),
+                work_dir, check=check)
+        return completed, watcher, time.monotonic() - started
+
+
+class Demo(RotationScenario):
     """The scenario; ``prefix`` names its namespace, nodes, pool and rotation id, so tests can run it side by side."""
 
     def __init__(self, kubeconfig, prefix=""):
@@ -71,22 +94,7 @@ class Demo(ClusterClients):
         self.apps.create_namespaced_daemon_set(self.namespace, daemon_set("agent", {}))
         self.batch.create_namespaced_job(self.namespace, {"metadata": {"name": "report"}, "spec": {"template": {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox"}]}}}})
-        self.wait(lambda: self._ready_count() >= 4 + 2 + 1 + 4, "the workloads to be Ready")
-
-    def _ready_count(self):
-        return sum(1 for pod in self.pods(self.namespace) if pod.status.phase == "Running" and any(
-            c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
-
-    def rotate(self, work_dir, extra=None, check=False):
-        """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""
-        started = time.monotonic()
-        with DisruptionWatcher(self, self.namespace) as watcher:
-            completed = run_collection_playbook(
-                "kubeops.rotation.rotate_nodes",
-                dict(dict(self.rotation, kubeops_kubeconfig=self.kubeconfig,
-                          rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json")), **(extra or {})),
-                work_dir, check=check)
-        return completed, watcher, time.monotonic() - started
+        self.wait(lambda: self.ready_count() >= 4 + 2 + 1 + 4, "the workloads to be Ready")
 
     def verify(self, watcher):
         """Problems found, as sentences; empty when the rotation did what it promises."""

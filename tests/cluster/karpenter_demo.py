@@ -29,17 +29,15 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import karpenter  # noqa: E402
-from ansible_run import run_collection_playbook  # noqa: E402
-from clients import ClusterClients  # noqa: E402
-from demo import print_report, report_problems  # noqa: E402
-from kube import DisruptionWatcher, daemon_set, deployment, pdb, stateful_set  # noqa: E402
+from demo import RotationScenario, print_report, report_problems  # noqa: E402
+from kube import daemon_set, deployment, pdb, stateful_set  # noqa: E402
 from kubernetes import client as k8s_client  # noqa: E402
 
 MIN_READY = {"web": 3, "checkout": 1, "db": 2}
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 
 
-class KarpenterDemo(ClusterClients):
+class KarpenterDemo(RotationScenario):
     """The scenario; ``prefix`` names its NodePool, namespace and rotation id, so tests can run it side by side."""
 
     def __init__(self, kubeconfig, prefix=""):
@@ -105,10 +103,6 @@ class KarpenterDemo(ClusterClients):
         self.drifted_claims = sorted(claim["metadata"]["name"] for claim in claims)
         self.drifted_nodes = {claim["status"]["nodeName"]: claim["metadata"]["name"] for claim in claims}
 
-    def ready_count(self):
-        return sum(1 for pod in self.pods(self.namespace) if pod.status.phase == "Running" and any(
-            c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
-
     def blocked_events(self):
         """Karpenter's DisruptionBlocked Events about the pool's nodes and NodeClaims, as "object: message"."""
         names = set(self.drifted_nodes) | set(self.drifted_claims)
@@ -123,18 +117,7 @@ class KarpenterDemo(ClusterClients):
                       for event in self.core.list_namespaced_event(self.namespace, field_selector="reason=Evicted").items
                       if "karpenter" in ((event.reporting_component or "") + (event.source.component or "")))
 
-    # The rotation ---------------------------------------------------------------------------------------------
-    def rotate(self, work_dir, extra=None, check=False):
-        """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""
-        started = time.monotonic()
-        with DisruptionWatcher(self, self.namespace) as watcher:
-            completed = run_collection_playbook(
-                "kubeops.rotation.rotate_nodes",
-                dict(dict(self.rotation, kubeops_kubeconfig=self.kubeconfig,
-                          rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json")), **(extra or {})),
-                work_dir, check=check)
-        return completed, watcher, time.monotonic() - started
-
+    # The rotation's outcome ---------------------------------------------------------------------------------------
     def verify(self, watcher):
         """Problems found, as sentences; empty when the rotation did what it promises."""
         problems = []
