@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from conftest import TEST_LABEL, wait_until
@@ -119,9 +120,39 @@ def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluste
             in step["msg"])
     assert step["msg"].endswith("0 of 2 pods evicted; rerunning continues from here.")
     assert {entry["outcome"] for entry in step["pods"]} == {"blocked"}
-    assert all(entry["attempts"] >= 3 for entry in step["pods"]), "a 429 is retried with backoff until the deadline"
+    # Refused once, each then waits on a watch of its PDB instead of asking again.
+    assert [entry["attempts"] for entry in step["pods"]] == [1, 1]
     assert elapsed < 30
     assert len(running_pods(cluster, namespace, "app=db", 2)) == 2
+
+
+def test_a_pod_its_pdb_refused_is_evicted_as_soon_as_the_pdb_allows_it(cluster, namespace, make_nodes, run_play,
+                                                                       test_id):
+    (old,) = make_nodes(1, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 2, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db-pdb", {"app": "db"}, max_unavailable=0))
+    wait_until(lambda: running_pods(cluster, namespace, "app=db", 2), 60, "2 db pods")
+    make_nodes(1, prefix="new")
+    cluster.kubectl("cordon", old)
+    loosened = {}
+
+    def loosen():
+        cluster.policy.patch_namespaced_pod_disruption_budget("db-pdb", namespace, {"spec": {"maxUnavailable": 1}})
+        loosened["at"] = time.monotonic()
+
+    # Well after the refusals, and long before the 30 s a refused pod would otherwise wait to be asked again.
+    timer = threading.Timer(8, loosen)
+    timer.start()
+    try:
+        play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 120}}])
+    finally:
+        timer.cancel()
+    finished = time.monotonic()
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert step["summary"]["evicted"] == 2
+    assert sorted(entry["attempts"] for entry in step["pods"]) == [2, 2]
+    assert finished - loosened["at"] < 15
 
 
 def test_pod_under_two_pdbs_is_reported_at_once_with_both_names(cluster, namespace, make_nodes, run_play, test_id):

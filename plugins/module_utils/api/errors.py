@@ -32,6 +32,15 @@ def api_message(exc):
         return str(exc.reason)
 
 
+def is_pdb_refusal(exc):
+    """Whether a 429 is an eviction refused by a PodDisruptionBudget (not the API server's rate limits)."""
+    try:
+        causes = (json.loads(exc.body).get("details") or {}).get("causes") or []
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return any(cause.get("reason") == "DisruptionBudget" for cause in causes)
+
+
 def api_error_message(exc):
     """One line from an ApiException: its message and status."""
     return "%s (HTTP %s)" % (api_message(exc), exc.status)

@@ -5,9 +5,10 @@
 """The guarded eviction engine: the one path by which the collection removes pods.
 
 ``EvictionRun`` carries out judged pods (plan.filters): Eviction API only
-(PDBs are enforced by the API server), 429 retried with jittered backoff until
-a deadline, limits on evictions in flight, waiting for pods to be gone by
-watching, and a failure that names what blocked. Events and progress leave it
+(PDBs are enforced by the API server), a pod its PDB refused retried when a
+watch of the PDBs shows the disruption allowed (other 429s after a jittered
+backoff) until a deadline, limits on evictions in flight, waiting for pods to
+be gone by watching, and a failure that names what blocked. Events and progress leave it
 through hooks (engine.events).
 """
 
@@ -21,6 +22,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import
     ApiException,
     ConnectionFailed,
     api_message,
+    is_pdb_refusal,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
     WatchExpired,
@@ -29,12 +31,14 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import 
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import deployment_of, read_workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import REPLICATED_KINDS, owner_of
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import describe_pdb, pdbs_for
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import allowed_now, describe_pdb, pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text, selector_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit
 
 MAX_BACKOFF = 5.0
+# A pod its PDB refused is retried when the PDBs' watch allows it; this only bounds a watch that missed it.
+PDB_RECHECK = 30.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class PodState:
     verb: str = "evicted"
     # The last request may have been applied: the API server's answer was lost.
     uncertain: bool = False
+    refused_by_pdb: bool = False
 
     @property
     def pod(self):
@@ -224,7 +229,9 @@ class EvictionRun:
         except ApiException as exc:
             message = api_message(exc)
             if exc.status == 429:
-                state.next_try = self.clock() + backoff(state.attempts, self.rng)
+                state.refused_by_pdb = is_pdb_refusal(exc)
+                state.next_try = self.clock() + (PDB_RECHECK if state.refused_by_pdb
+                                                 else backoff(state.attempts, self.rng))
                 state.detail = "retrying: %s" % message
                 return "retry"
             if exc.status in (404, 409):  # gone already, or replaced by a pod of the same name
@@ -250,6 +257,7 @@ class EvictionRun:
     def _removed(self, state, deleting):
         """Count the eviction (or deletion) the API server accepted and tell the hooks."""
         state.uncertain = False
+        state.refused_by_pdb = False
         self.evictions += 1
         if self.settings.limits.max_unavailable_per_owner is not None:
             self.replicas_this_pass.pop(self._workload_of(state.pod), None)
@@ -289,11 +297,18 @@ class EvictionRun:
         It returns when an in-flight pod is gone and a pod waits for the room
         this made, or when any pod changes while a pod waits for its owner to
         have replicas to spare (a replacement may have become Ready), or at
-        ``timeout``. Only when every queued pod is backing off after a 429 and
-        none is in flight is there nothing to watch, and it sleeps.
+        ``timeout``. While pods refused by their PDBs wait and none waits for
+        room, it watches the PDBs instead (_wait_for_pdbs); the pods in flight
+        are then seen gone later, from the same resourceVersion. Only when
+        every queued pod is backing off after another 429 and none is in
+        flight is there nothing to watch, and it sleeps.
         """
         now = self.clock()
         waiting_for_room = [state for state in queue if state.next_try <= now]
+        refused = [state for state in queue if state.refused_by_pdb and state.next_try > now]
+        if refused and not waiting_for_room:
+            self._wait_for_pdbs(refused, timeout)
+            return resource_version
         watching = list(in_flight.values()) + waiting_for_room if self.settings.wait else waiting_for_room
         if not watching or resource_version is None:
             self.sleep(timeout)
@@ -313,6 +328,50 @@ class EvictionRun:
             self._finish_gone(in_flight, list_method, kwargs)
             return list_resource_version(list_method, **kwargs)
         return resource_version
+
+    def _wait_for_pdbs(self, refused, timeout):
+        """Watch the PDBs of the refused pods until they allow some (which are then retried at once) or ``timeout``.
+
+        A list first, so that a disruption allowed since the refusal is not
+        waited for; then a watch from it. Each allowed disruption goes to one
+        pod, so that pods do not race for it and are refused again.
+        """
+        namespaces = {state.namespace for state in refused}
+        if len(namespaces) == 1:
+            list_method = self.client.policy.list_namespaced_pod_disruption_budget
+            kwargs = {"namespace": namespaces.pop()}
+        else:
+            list_method, kwargs = self.client.policy.list_pod_disruption_budget_for_all_namespaces, {}
+        deadline = self.clock() + timeout
+        listed = list_method(**kwargs)
+        pdbs = {(pdb["metadata"]["namespace"], pdb["metadata"]["name"]): pdb
+                for pdb in (self.client.to_dict(item) for item in listed.items)}
+        resource_version = listed.metadata.resource_version
+        while not self._release_allowed(refused, pdbs.values()):
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return
+            try:
+                for event_type, pdb in watch(self.client, list_method, resource_version, remaining, **kwargs):
+                    resource_version = pdb["metadata"].get("resourceVersion") or resource_version
+                    key = (pdb["metadata"]["namespace"], pdb["metadata"]["name"])
+                    if event_type == "DELETED":
+                        pdbs.pop(key, None)
+                    elif event_type in ("ADDED", "MODIFIED"):
+                        pdbs[key] = pdb
+                    if event_type != "BOOKMARK" and self._release_allowed(refused, pdbs.values()):
+                        return
+            except WatchExpired:
+                return  # the loop lists again on its next wait
+
+    def _release_allowed(self, refused, pdbs):
+        """Make the refused pods the PDBs now allow due at once; whether there were any."""
+        allowed = {pod["metadata"]["uid"] for pod in allowed_now([state.pod for state in refused], pdbs)}
+        now = self.clock()
+        for state in refused:
+            if state.pod["metadata"]["uid"] in allowed:
+                state.next_try = now
+        return bool(allowed)
 
     def _finish_gone(self, in_flight, list_method, kwargs):
         """Finish the pods in flight that a list no longer shows (deleted before a watch could see it)."""

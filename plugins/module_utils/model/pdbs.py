@@ -40,6 +40,28 @@ def disruptions_allowed(pdb):
     return (pdb.get("status") or {}).get("disruptionsAllowed") or 0
 
 
+def allowed_now(pods, pdbs):
+    """Which of ``pods``, refused by their PDBs, the PDBs now allow, in order: each pod takes one of the
+    disruptions allowed by every PDB that selects it, so that no two pods race for the same one."""
+    left = {}
+    allowed = []
+    for pod in pods:
+        selecting = pdbs_for(pod, pdbs)
+        keys = [(pdb["metadata"]["namespace"], pdb["metadata"]["name"]) for pdb in selecting]
+        for key, pdb in zip(keys, selecting):
+            left.setdefault(key, disruptions_allowed(pdb) if _status_is_current(pdb) else 0)
+        if all(left[key] > 0 for key in keys):
+            for key in keys:
+                left[key] -= 1
+            allowed.append(pod)
+    return allowed
+
+
+def _status_is_current(pdb):
+    """Whether the disruption controller has seen the PDB's spec; until then the API server refuses evictions."""
+    return (pdb.get("status") or {}).get("observedGeneration", 0) >= pdb["metadata"].get("generation", 0)
+
+
 def describe_pdb(pdb):
     status = pdb.get("status") or {}
     return "PDB %s/%s (currentHealthy %s, desiredHealthy %s, disruptionsAllowed %s)" % (
