@@ -54,8 +54,6 @@ import argparse
 import collections
 import json
 import os
-import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -69,10 +67,12 @@ sys.path.insert(0, os.path.join(TESTS, "cluster"))
 sys.path.insert(0, os.path.join(TESTS, "integration"))
 
 import cluster as local_cluster  # noqa: E402
-from bench_cluster import ClusterBench  # noqa: E402
+from bench_cluster import ClusterBench, fmt, median  # noqa: E402
 from ansible_run import INSTALLED_COLLECTIONS, REPO, run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
-from kube import DisruptionWatcher, daemon_set, deployment, is_ready, pdb  # noqa: E402
+from kube import daemon_set, deployment, is_ready, pdb  # noqa: E402
+from side_by_side import (DeletionWatcher, add_ratios, collection_version, kubectl_version, measured,  # noqa: E402
+                          trial_order)
 
 CACHE = os.path.join(REPO, ".cache")
 RESULTS = os.path.join(CACHE, "bench-drain-side-by-side.json")
@@ -94,9 +94,6 @@ KUBECTL_ALL = "kubectl drain (all at once)"
 K8S_DRAIN = "kubernetes.core.k8s_drain"
 TOOLS = {"ours": OURS, "kubectl-each": KUBECTL_EACH, "kubectl-all": KUBECTL_ALL, "k8s-drain": K8S_DRAIN}
 TOOL_IDS = {name: tool_id for tool_id, name in TOOLS.items()}
-
-REQUESTS = re.compile(r"^apiserver_request_total\{([^}]*)\} (\S+)$", re.M)
-LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 class ToolUnavailable(Exception):
@@ -137,19 +134,6 @@ class Scenario:
     @property
     def all_nodes(self):
         return self.nodes + self.spares
-
-
-class DeletionWatcher(DisruptionWatcher):
-    """The disruption watcher, also keeping the pods deleted meanwhile: {uid: (app, node)}."""
-
-    def __init__(self, cluster, namespace):
-        super().__init__(cluster, namespace)
-        self.deleted = {}
-
-    def _record(self, event_type, pod):
-        if event_type == "DELETED":
-            self.deleted[pod.metadata.uid] = ((pod.metadata.labels or {}).get("app"), pod.spec.node_name)
-        super()._record(event_type, pod)
 
 
 class Bench(ClusterBench):
@@ -203,17 +187,6 @@ class Bench(ClusterBench):
         """The pods on the drained nodes that a drain moves: all but the DaemonSet's, Terminating ones included."""
         return [pod for pod in self.pods(scenario.id)
                 if pod.spec.node_name in scenario.drained and pod.metadata.labels.get("app") != DAEMON]
-
-    def request_counts(self):
-        """apiserver_request_total by (verb, group, resource, subresource, code), from the API server's /metrics."""
-        response = self.api_client.call_api("/metrics", "GET", auth_settings=["BearerToken"],
-                                            _preload_content=False, _return_http_data_only=True)
-        counts = collections.Counter()
-        for labels, value in REQUESTS.findall(response.data.decode()):
-            label = dict(LABEL.findall(labels))
-            counts[(label.get("verb", ""), label.get("group", ""), label.get("resource", ""),
-                    label.get("subresource", ""), label.get("code", ""))] += int(float(value))
-        return counts
 
     def remove(self, scenario):
         """Delete what the scenario runs, so that the next run finds the cluster as this one did.
@@ -337,20 +310,9 @@ def full_ansible_venv():
         handle.write(pins + "\n")
 
 
-def collection_version(collections_path, namespace, name):
-    try:
-        with open(os.path.join(collections_path, "ansible_collections", namespace, name, "MANIFEST.json")) as handle:
-            return json.load(handle)["collection_info"]["version"]
-    except (OSError, KeyError, ValueError):
-        return None
-
-
 def versions(tools):
     found = {"kubeops.rotation": collection_version(INSTALLED_COLLECTIONS, "kubeops", "rotation")}
-    kubectl = subprocess.run([local_cluster.binary("kubectl"), "version", "--client", "-o", "json"],
-                             capture_output=True, text=True, check=False)
-    if kubectl.returncode == 0:
-        found["kubectl"] = json.loads(kubectl.stdout)["clientVersion"]["gitVersion"]
+    found["kubectl"] = kubectl_version(local_cluster.binary("kubectl"))
     if K8S_DRAIN in tools:
         site = subprocess.run([full_ansible_bin("python"), "-c", "import ansible_collections, os, ansible; print("
                                "os.path.dirname(ansible_collections.__path__[0])); print(ansible.__version__)"],
@@ -361,19 +323,6 @@ def versions(tools):
     return found
 
 
-def request_summary(before, after):
-    """Requests between two /metrics reads: all but Events and the reads themselves, and the evictions."""
-    made = {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key, 0)}
-    counted = {key: count for key, count in made.items() if key[2] != "events" and "/metrics" not in key[3]}
-    evictions = {key: count for key, count in counted.items() if key[2] == "pods" and key[3] == "eviction"}
-    return {
-        "requests": sum(counted.values()),
-        "eviction_requests": sum(evictions.values()),
-        "evictions_429": sum(count for key, count in evictions.items() if key[4] == "429"),
-        "by_request": {" ".join(part for part in key if part): count for key, count in sorted(counted.items())},
-    }
-
-
 def run_once(bench, tool, trial, args):
     scenario = Scenario("t%d-%s" % (trial, TOOL_IDS[tool]), args.nodes, args.drain, args.spares, args.pods_per_node)
     bench.build(scenario)
@@ -381,19 +330,8 @@ def run_once(bench, tool, trial, args):
     log_path = os.path.join(LOGS, scenario.id + ".log")
     result = {"scenario": scenario.id, "drained_nodes": scenario.drained, "pods_to_move": len(to_move), "log": log_path}
     with DeletionWatcher(bench, scenario.id) as watcher, open(log_path, "w") as log:
-        background = None
-        if args.idle:
-            idle_start = bench.request_counts()
-            time.sleep(args.idle)
-            background = request_summary(idle_start, bench.request_counts())["requests"] / args.idle
-        before = bench.request_counts()
-        started = time.monotonic()
-        completed = CONTENDERS[tool](bench, scenario, log)
-        wall = time.monotonic() - started
-        after = bench.request_counts()
-        result.update(wall=wall, rc=completed.returncode, **request_summary(before, after))
-        result["background_per_s"] = background
-        result["net_requests"] = None if background is None else result["requests"] - background * wall
+        completed, started, measures = measured(bench, lambda: CONTENDERS[tool](bench, scenario, log), args.idle)
+        result.update(measures)
         try:
             bench.wait(lambda: not bench.to_move(scenario), "the drained nodes to be empty", timeout=TIMEOUT)
             result["drained"] = time.monotonic() - started
@@ -434,11 +372,6 @@ CONTENDERS = {
 }
 
 
-def median(runs, key):
-    values = [run[key] for run in runs if run.get(key) is not None]
-    return statistics.median(values) if values else None
-
-
 def summarize(runs_by_tool):
     summaries = {}
     for tool, runs in runs_by_tool.items():
@@ -448,15 +381,7 @@ def summarize(runs_by_tool):
         summaries[tool]["violations"] = sum(run["violations"] for run in runs)
         summaries[tool]["failed"] = sum(1 for run in runs if not run["ok"])
         summaries[tool]["trials"] = len(runs)
-    ours = summaries.get(OURS, {}).get("wall")
-    for summary in summaries.values():
-        summary["wall_ratio_to_ours"] = summary["wall"] / ours if ours and summary["wall"] is not None else None
-    return summaries
-
-
-def fmt(value, spec):
-    """``value`` formatted by ``spec``, or a dash as wide when there is none."""
-    return format(value, spec) if value is not None else format("-", ">" + spec.split(".")[0])
+    return add_ratios(summaries, OURS, ("wall",))
 
 
 def print_run(trial, tool, result):
@@ -531,8 +456,7 @@ def main(argv=None):
     runs = {tool: [] for tool in args.tools}
     try:
         bench = Bench(state["kubeconfig"], work_dir)
-        order = [(trial, tool) for trial in range(args.trials)
-                 for tool in (args.tools if trial % 2 == 0 else reversed(args.tools))]
+        order = trial_order(args.trials, args.tools)
         for index, (trial, tool) in enumerate(order):
             scenario, result = run_once(bench, tool, trial, args)
             runs[tool].append(result)

@@ -1,7 +1,7 @@
 """Benchmark: kubeops.rotation's rebalance against the Descheduler, on the same scenarios, in one run.
 
 Each run of a tool gets a fresh scenario on the local control plane, in its
-own namespace and on its own kwok nodes; the tools alternate, so both see the
+own namespace and on its own kwok nodes; the tools alternate, so all see the
 same state. The scenarios:
 
   nodes added     3 nodes (zones a, b, c), 3 Deployments x 6 replicas at 2
@@ -14,23 +14,54 @@ same state. The scenarios:
   old pool preferred  as "nodes added", but the Deployments prefer (a soft
                   node affinity, like "on-demand first") the first nodes'
                   label, which the added nodes lack.
+  node replaced   6 nodes (zones a, b, c twice), 3 Deployments x 12 replicas
+                  at 2 per node each; the first node is drained (kubectl
+                  drain) and deleted, each Deployment gets a PDB
+                  (maxUnavailable 1), and an empty node of its zone joins, as
+                  after a node replacement: the drained pods piled onto the
+                  others (3/3/2/2/2 per Deployment) and the new node has none.
+                  --quick: 3 nodes (zones a, b, c), 2 Deployments x 6 (3/3).
 
-Each tool runs once: ours is the playbook kubeops.rotation.rebalance of the
-installed collection (strategies duplicates and topology_spread); the
-Descheduler is the real binary, pinned in tests/cluster/gobuild/descheduler,
-run for one pass (--descheduling-interval 0) with RemoveDuplicates and
-RemovePodsViolatingTopologySpreadConstraint at the balance extension point and
-the DefaultEvictor's defaults. Then the benchmark waits until every Deployment
+The tools, each run once per scenario and trial:
+
+  kubeops rebalance     the playbook kubeops.rotation.rebalance of the installed collection (strategies
+                        duplicates and topology_spread, its steering taint)
+  rebalance, no taint   the same with rebalance_steering: none, what the steering taint itself is worth
+  descheduler, article  the Descheduler with the policy of the Descheduler article (a CronJob every 5
+                        minutes, RemoveDuplicates only, the whole cluster; article_policy()) for one pass:
+                        what the CronJob does each time it fires
+  descheduler           the Descheduler with RemoveDuplicates and RemovePodsViolatingTopologySpreadConstraint,
+                        limited to the scenario's namespace, and the DefaultEvictor's defaults
+
+The Descheduler is the real binary, pinned in tests/cluster/gobuild/descheduler and
+built on first use, run for one pass (--descheduling-interval 0), as its
+CronJob runs it. After each tool the benchmark waits until every Deployment
 has all its replicas Ready and no pod is Terminating or Pending.
 
 Measured from the cluster, not from the tools: evictions (the scenario's pods
-that are gone), replacements that landed back on the node a pod of the same
-Deployment was evicted from, the final max skew (pods per node over the nodes
-that can take the pod, or per zone for zone spread; max over Deployments),
-the tool's wall time and the time until settled (the Descheduler exits as
-soon as its evictions are accepted), and whether all replicas were Ready in
-the end. With --trials above 1, medians. Results go to .cache/bench-rebalance.json, the
-tools' logs beside it. Run with `make bench`.
+that are gone), the pods on the added nodes after (all of them replacements:
+the added nodes start empty), replacements that landed back on the node a pod
+of the same Deployment was evicted from, the final max skew (pods per node
+over the nodes that can take the pod, or per zone for zone spread; max over
+Deployments) and the max minus min of all the scenario's pods per node, the
+PDBs whose minimum was crossed (the fewest Ready pods a DisruptionWatcher saw,
+until settled; scenarios with PDBs only), the tool's wall time and the time
+until settled (the Descheduler exits as soon as its evictions are accepted),
+whether all replicas were Ready in the end, and the API server's
+apiserver_request_total (from its /metrics; Events and the /metrics reads
+left out) over the tool's run and until settled, the eviction requests and
+how many were answered 429. Those counts include every client: the tool, the
+controllers' answer, kwok's heartbeats and the watcher; --idle measures that
+background in an idle window before each run, and "net" is the count until
+settled less that rate times the time until settled.
+
+With --trials above 1, medians. The run fails (exit 1) when a tool failed,
+replicas were not all Ready in the end, or our rebalance evicted nothing or
+left the new node empty on "node replaced". --quick (only "node replaced" at
+its small size, 1 trial, all tools but "rebalance, no taint", no idle window)
+is a smoke run. Results go to .cache/bench-rebalance.json (--quick
+.cache/bench-rebalance-quick.json), the tools' logs beside it. Run with
+`make bench`.
 """
 
 from __future__ import annotations
@@ -41,7 +72,6 @@ import datetime
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,24 +85,30 @@ sys.path.insert(0, os.path.join(TESTS, "cluster"))
 sys.path.insert(0, os.path.join(TESTS, "integration"))
 
 import cluster as local_cluster  # noqa: E402
-from bench_cluster import ClusterBench  # noqa: E402
+from bench_cluster import ClusterBench, fmt, median, request_summary  # noqa: E402
 from ansible_run import REPO, run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
-from kube import deployment, is_ready  # noqa: E402
+from kube import DisruptionWatcher, deployment, is_ready, pdb  # noqa: E402
+from side_by_side import measured, trial_order  # noqa: E402
 
 RESULTS = os.path.join(REPO, ".cache", "bench-rebalance.json")
+QUICK_RESULTS = os.path.join(REPO, ".cache", "bench-rebalance-quick.json")
 LOGS = os.path.join(REPO, ".cache", "bench-rebalance-logs")
 BENCH_LABEL = "kubeops.io/bench"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REBALANCE = "kubeops rebalance"
 UNSTEERED = "rebalance, no taint"
 DESCHEDULER = "descheduler"
+ARTICLE = "descheduler, article"
 # The unsteered pass shows what the steering taint itself is worth.
-TOOLS = (REBALANCE, DESCHEDULER, UNSTEERED)
-TOOL_IDS = {REBALANCE: "rebal", DESCHEDULER: "desched", UNSTEERED: "unsteered"}
+TOOLS = (REBALANCE, ARTICLE, DESCHEDULER, UNSTEERED)
+QUICK_TOOLS = (REBALANCE, ARTICLE, DESCHEDULER)
+TOOL_IDS = {REBALANCE: "rebal", DESCHEDULER: "desched", UNSTEERED: "unsteered", ARTICLE: "article"}
 SETTLE_TIMEOUT = 180
-# first: the zones of the nodes the pods start on; added: the zones of the
-# nodes that join before the tool runs, with their capacity.
+NODE_REPLACED = "node replaced"
+# first: the zones of the nodes the pods start on; replaced: how many of the first nodes are drained and deleted
+# once the pods run; added: the zones of the nodes that join before the tool runs, with their capacity;
+# pdb_max_unavailable: a PDB per Deployment.
 SCENARIOS = {
     "nodes added": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a", "zone-b", "zone-c"),
                     "added_capacity": None, "apps": {"web": 6, "api": 6, "worker": 6}, "zone_spread": False},
@@ -84,6 +120,13 @@ SCENARIOS = {
     "old pool preferred": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a", "zone-b", "zone-c"),
                            "added_capacity": None, "apps": {"web": 6, "api": 6, "worker": 6}, "zone_spread": False,
                            "preferred_label": {"kubeops.io/bench-pool": "first"}},
+    NODE_REPLACED: {"first": ("zone-a", "zone-b", "zone-c") * 2, "replaced": 1, "added": ("zone-a",),
+                    "added_capacity": None, "apps": {"web": 12, "api": 12, "worker": 12}, "zone_spread": False,
+                    "pdb_max_unavailable": 1},
+}
+# --quick: the node replaced at its smallest, 3 nodes and 2 Deployments of 2 pods per node.
+QUICK_SCENARIOS = {
+    NODE_REPLACED: dict(SCENARIOS[NODE_REPLACED], first=("zone-a", "zone-b", "zone-c"), apps={"web": 6, "api": 6}),
 }
 
 
@@ -101,6 +144,28 @@ def descheduler_binary():
                           env=dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false -trimpath"))
         local_cluster.log("built the Descheduler %s in %.1f s" % (version, time.monotonic() - started))
     return path
+
+
+def article_policy():
+    """The article's DeschedulerPolicy (Descheduler 0.26.1, the ConfigMap of its 5-minute CronJob), as written.
+
+    descheduler/v1alpha2, which the pinned Descheduler still reads: RemoveDuplicates with its defaults at the
+    balance extension point, the DefaultEvictor with the article's evictSystemCriticalPods and evictLocalStoragePods
+    (deprecated, still honoured), no namespace limit: the whole cluster, where the scenario's namespace is the only
+    one with pods. The Descheduler enables the DefaultEvictor at filter and preEvictionFilter by itself.
+    """
+    return {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": [{
+            "name": "ProfileName",
+            "pluginConfig": [
+                {"name": "RemoveDuplicates"},
+                {"name": "DefaultEvictor", "args": {"evictSystemCriticalPods": True, "evictLocalStoragePods": True}},
+            ],
+            "plugins": {"balance": {"enabled": ["RemoveDuplicates"]}},
+        }],
+    }
 
 
 def descheduler_policy(namespace):
@@ -147,10 +212,16 @@ class Scenario:
         self.spec = spec
         self.id = scenario_id
         self.first_nodes = {"%s-%d" % (scenario_id, index): zone for index, zone in enumerate(spec["first"])}
+        self.replaced_nodes = list(self.first_nodes)[:spec.get("replaced", 0)]
         self.added_nodes = {"%s-%d" % (scenario_id, index): zone
                             for index, zone in enumerate(spec["added"], start=len(self.first_nodes))}
         self.zones = dict(self.first_nodes, **self.added_nodes)
-        self.hosting_nodes = self.zones if spec["added_capacity"] is None else self.first_nodes
+        hosting = self.zones if spec["added_capacity"] is None else self.first_nodes
+        self.hosting_nodes = {node: zone for node, zone in hosting.items() if node not in self.replaced_nodes}
+        max_unavailable = spec.get("pdb_max_unavailable")
+        # The fewest Ready pods each Deployment's PDB allows, when it has one.
+        self.pdb_min_ready = {} if max_unavailable is None else {
+            app: replicas - max_unavailable for app, replicas in spec["apps"].items()}
 
     def skew(self, placement, nodes):
         """Max over Deployments of max minus min pods per node of ``nodes`` (per zone when spread by zone)."""
@@ -165,10 +236,20 @@ class Scenario:
             worst = max(worst, max(counts.values()) - min(counts.values()))
         return worst
 
+    def node_spread(self, placement, nodes):
+        """Max minus min of all the scenario's pods per node of ``nodes``."""
+        counts = dict.fromkeys(nodes, 0)
+        for by_node in placement.values():
+            for node, count in by_node.items():
+                if node in counts:
+                    counts[node] += count
+        return max(counts.values()) - min(counts.values())
+
 
 class Bench(ClusterBench):
     def build(self, scenario):
-        """Namespace, first nodes, Deployments evenly spread and Ready, then the added nodes."""
+        """Namespace, first nodes, Deployments evenly spread and Ready, the replaced nodes drained and deleted,
+        then the added nodes."""
         namespace = scenario.id
         self.core.create_namespace({"metadata": {"name": namespace}})
         self.wait(lambda: self._service_account(namespace), "the namespace's service account")
@@ -185,7 +266,41 @@ class Bench(ClusterBench):
         first = placement(self.snapshot(namespace))
         if scenario.skew(first, scenario.first_nodes):
             raise RuntimeError("the scheduler did not spread %s evenly: %s" % (namespace, first))
+        if scenario.replaced_nodes:
+            self._retire(scenario)
+        # The PDBs come once the node is replaced: under them, the drain would wait 5 s per 429.
+        for app in scenario.pdb_min_ready:
+            self.policy.create_namespaced_pod_disruption_budget(namespace, pdb(
+                app, {"app": app}, max_unavailable=scenario.spec["pdb_max_unavailable"]))
+        self.wait(lambda: all(self._pdb_processed(namespace, app) for app in scenario.pdb_min_ready),
+                  "the disruption controller to process the PDBs of %s" % namespace)
         self._create_nodes(scenario.added_nodes, pinned, scenario.spec["added_capacity"])
+
+    def _pdb_processed(self, namespace, name):
+        """The disruption controller has computed the PDB's status (the Eviction API answers 429 until it has)."""
+        budget = self.policy.read_namespaced_pod_disruption_budget(name, namespace)
+        return budget.status is not None and budget.status.observed_generation == budget.metadata.generation \
+            and (budget.status.disruptions_allowed or 0) > 0
+
+    def _retire(self, scenario):
+        """Drain the replaced nodes as an operator or an autoscaler does (kubectl drain: cordon, evictions), wait
+        until their pods run elsewhere, and delete them."""
+        command = [local_cluster.binary("kubectl"), "--kubeconfig", self.kubeconfig,
+                   "--cache-dir", os.path.join(self.work_dir, "kubectl-cache"), "drain", *scenario.replaced_nodes,
+                   "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s"]
+        drained = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+        if drained.returncode != 0:
+            raise RuntimeError("kubectl drain %s failed (rc %d): %s" % (
+                " ".join(scenario.replaced_nodes), drained.returncode, (drained.stderr or drained.stdout).strip()))
+        self.wait(lambda: self.settled(scenario), "the pods of %s to run on the other nodes" % scenario.id)
+        for name in scenario.replaced_nodes:
+            self.core.delete_node(name)
+        self.wait(lambda: not set(scenario.replaced_nodes) & self._node_names(scenario),
+                  "nodes %s to be deleted" % ", ".join(scenario.replaced_nodes))
+
+    def _node_names(self, scenario):
+        return {node.metadata.name for node in self.core.list_node(
+            label_selector="%s=%s" % (BENCH_LABEL, scenario.id)).items}
 
     def _create_nodes(self, zones, labels, capacity):
         """Create the nodes and wait until they take pods: kwok made them Ready, and the node lifecycle
@@ -222,39 +337,37 @@ class Bench(ClusterBench):
         """
         self.core.delete_namespace(scenario.id)
         self.wait(lambda: not self.pods(scenario.id), "the pods of %s to be deleted" % scenario.id)
-        for name in scenario.zones:
+        for name in self._node_names(scenario):
             self.core.delete_node(name)
         self.wait(lambda: scenario.id not in {ns.metadata.name for ns in self.core.list_namespace().items},
                   "namespace %s to be deleted" % scenario.id)
 
+    # The contenders: each returns the completed process and writes its output to the log.
+
     def rebalance(self, scenario, log_path, steering="PreferNoSchedule"):
-        started = time.monotonic()
         completed = run_collection_playbook("kubeops.rotation.rebalance", {
             "kubeops_kubeconfig": self.kubeconfig, "rebalance_namespaces": [scenario.id],
             "rebalance_strategies": ["duplicates", "topology_spread"], "rebalance_steering": steering},
             self.work_dir)
-        wall = time.monotonic() - started
         with open(log_path, "w") as handle:
             handle.write(completed.stdout + completed.stderr)
-        if completed.returncode != 0:
-            raise RuntimeError("rebalance failed (rc %d), see %s" % (completed.returncode, log_path))
-        return {"wall": wall}
+        return completed
 
-    def descheduler(self, scenario, log_path):
+    def descheduler(self, scenario, log_path, policy):
+        """One pass of the Descheduler with ``policy``, as its CronJob's Job runs it (--descheduling-interval 0)."""
         policy_path = os.path.join(self.work_dir, "descheduler-policy-%s.yaml" % scenario.id)
         with open(policy_path, "w") as handle:
-            yaml.safe_dump(descheduler_policy(scenario.id), handle, sort_keys=False)
+            yaml.safe_dump(policy, handle, sort_keys=False)
         command = [descheduler_binary(), "--kubeconfig", self.kubeconfig, "--policy-config-file", policy_path,
                    "--descheduling-interval=0", "--leader-elect=false", "--secure-port=0", "--v=4"]
-        started = time.monotonic()
         with open(log_path, "w") as log:
-            completed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=600, check=False)
-        wall = time.monotonic() - started
-        if completed.returncode != 0:
-            raise RuntimeError("the Descheduler failed (rc %d), see %s" % (completed.returncode, log_path))
-        with open(log_path) as log:
-            strategies = re.findall(r'"Evicted pod" .*strategy="([^"]+)"', log.read())
-        return {"wall": wall, "logged_evictions": dict(collections.Counter(strategies))}
+            return subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=600, check=False)
+
+
+def logged_evictions(log_path):
+    """The Descheduler's "Evicted pod" lines by strategy."""
+    with open(log_path) as log:
+        return dict(collections.Counter(re.findall(r'"Evicted pod" .*strategy="([^"]+)"', log.read())))
 
 
 def placement(snapshot):
@@ -266,100 +379,197 @@ def placement(snapshot):
 
 
 def measure(scenario, before, after):
-    """Evictions, and how many of them a replacement of the same Deployment followed onto the same node."""
+    """Evictions, where the replacements went (the added nodes, back onto the node a pod of the same Deployment
+    was evicted from), and the skew before and after."""
     evicted = collections.Counter(before[uid] for uid in before.keys() - after.keys())
     replacements = collections.Counter(after[uid] for uid in after.keys() - before.keys())
+    placed_before, placed_after = placement(before), placement(after)
     return {
         "evictions": sum(evicted.values()),
+        "on_new_nodes": sum(1 for _app, node in after.values() if node in scenario.added_nodes),
         "back_on_old_node": sum(min(count, replacements[app_node]) for app_node, count in evicted.items()),
-        "skew_before": scenario.skew(placement(before), scenario.hosting_nodes),
-        "final_max_skew": scenario.skew(placement(after), scenario.hosting_nodes),
-        "placement_before": placement(before),
-        "placement_after": placement(after),
+        "skew_before": scenario.skew(placed_before, scenario.hosting_nodes),
+        "final_max_skew": scenario.skew(placed_after, scenario.hosting_nodes),
+        "node_spread_before": scenario.node_spread(placed_before, scenario.hosting_nodes),
+        "node_spread": scenario.node_spread(placed_after, scenario.hosting_nodes),
+        "placement_before": placed_before,
+        "placement_after": placed_after,
     }
 
 
-def run_once(bench, name, tool, trial):
+def run_tool(bench, scenario, tool, log_path):
+    if tool == DESCHEDULER:
+        return bench.descheduler(scenario, log_path, descheduler_policy(scenario.id))
+    if tool == ARTICLE:
+        return bench.descheduler(scenario, log_path, article_policy())
+    return bench.rebalance(scenario, log_path, "none" if tool == UNSTEERED else "PreferNoSchedule")
+
+
+def run_once(bench, name, spec, tool, trial, idle):
     scenario_id = "%s-%s-%d" % (name.replace(" ", "-"), TOOL_IDS[tool], trial)
-    scenario = Scenario(name, SCENARIOS[name], scenario_id)
+    scenario = Scenario(name, spec, scenario_id)
+    build_started = time.monotonic()
     bench.build(scenario)
+    build_seconds = time.monotonic() - build_started
     before = bench.snapshot(scenario.id)
     log_path = os.path.join(LOGS, scenario.id + ".log")
-    if tool == DESCHEDULER:
-        ran = bench.descheduler(scenario, log_path)
-    else:
-        ran = bench.rebalance(scenario, log_path, "none" if tool == UNSTEERED else "PreferNoSchedule")
-    started = time.monotonic()
-    try:
-        bench.wait(lambda: bench.settled(scenario), "%s to settle" % scenario.id, timeout=SETTLE_TIMEOUT)
-        all_ready = True
-    except RuntimeError:
-        all_ready = False
-    result = dict(ran, **measure(scenario, before, bench.snapshot(scenario.id)), all_ready=all_ready,
-                  until_settled=ran["wall"] + time.monotonic() - started, log=log_path)
-    bench.remove(scenario)
-    return result
+    problems = []
+    with DisruptionWatcher(bench, scenario.id) as watcher:
+        completed, started, result = measured(bench, lambda: run_tool(bench, scenario, tool, log_path), idle)
+        ran = bench.request_counts()
+        if completed.returncode != 0:
+            problems.append("exited %d" % completed.returncode)
+        try:
+            bench.wait(lambda: bench.settled(scenario), "%s to settle" % scenario.id, timeout=SETTLE_TIMEOUT)
+            all_ready = True
+        except RuntimeError:
+            all_ready = False
+            problems.append("replicas not all Ready %d s after the tool" % SETTLE_TIMEOUT)
+        until_settled = time.monotonic() - started
+        settling = request_summary(ran, bench.request_counts())
+    result.update(measure(scenario, before, bench.snapshot(scenario.id)), all_ready=all_ready,
+                  until_settled=until_settled, log=log_path)
+    # The tool's run and what followed until settled: the controllers' answer to the Descheduler comes after it.
+    for key in ("requests", "eviction_requests", "evictions_429"):
+        result[key + "_until_settled"] = result[key] + settling[key]
+    background = result["background_per_s"]
+    result["net_requests_until_settled"] = None if background is None else \
+        result["requests_until_settled"] - background * until_settled
+    if tool in (DESCHEDULER, ARTICLE):
+        result["logged_evictions"] = logged_evictions(log_path)
+    result["min_ready"] = {app: watcher.min_ready.get(app) for app in spec["apps"]}
+    result["violations"] = sum(1 for app, least in scenario.pdb_min_ready.items()
+                               if watcher.min_ready.get(app, least) < least) if scenario.pdb_min_ready else None
+    if tool == REBALANCE and scenario.replaced_nodes:
+        if not result["evictions"]:
+            problems.append("evicted nothing after a node was replaced")
+        if not result["on_new_nodes"]:
+            problems.append("left the new node empty")
+    result.update(problems=problems, build_seconds=build_seconds)
+    return scenario, result
 
 
 def summary(runs):
-    """The one run, or the medians of several."""
-    keys = ("evictions", "back_on_old_node", "final_max_skew", "wall", "until_settled")
-    merged = {key: statistics.median(run[key] for run in runs) for key in keys}
+    """The one run, or the medians of several; violations and failures over all of them."""
+    keys = ("evictions", "on_new_nodes", "back_on_old_node", "skew_before", "final_max_skew", "node_spread_before",
+            "node_spread", "wall", "until_settled", "requests", "requests_until_settled", "net_requests_until_settled",
+            "eviction_requests_until_settled", "evictions_429_until_settled")
+    merged = {key: median(runs, key) for key in keys}
+    merged["violations"] = None if runs[0]["violations"] is None else sum(run["violations"] for run in runs)
     merged["all_ready"] = all(run["all_ready"] for run in runs)
-    merged["skew_before"] = statistics.median(run["skew_before"] for run in runs)
+    merged["failed"] = sum(1 for run in runs if run["problems"])
     return merged
 
 
+def print_run(trial, name, tool, result):
+    line = ("trial %d  %-18s %-20s evictions %2d  on new %2d  back %2d  skew %d -> %d  per node %d -> %d  "
+            "violations %s  wall %5.1f s  settled %5.1f s  requests %d / %d (evictions %d, 429 %d)" % (
+                trial, name, tool, result["evictions"], result["on_new_nodes"], result["back_on_old_node"],
+                result["skew_before"], result["final_max_skew"], result["node_spread_before"], result["node_spread"],
+                fmt(result["violations"], "1d"), result["wall"], result["until_settled"], result["requests"],
+                result["requests_until_settled"], result["eviction_requests_until_settled"],
+                result["evictions_429_until_settled"]))
+    if "logged_evictions" in result:
+        line += "  logged %s" % result["logged_evictions"]
+    if result["problems"]:
+        line += "  FAILED: %s (%s)" % ("; ".join(result["problems"]), result["log"])
+    print(line, flush=True)
+
+
 def print_table(name, summaries):
-    print("\n%s (skew before: %g)" % (name, next(iter(summaries.values()))["skew_before"]))
-    print("%-20s %9s %17s %15s %7s %16s %10s" % ("tool", "evictions", "back on old node", "final max skew",
-                                                 "wall s", "until settled s", "all Ready"))
+    first = next(iter(summaries.values()))
+    print("\n%s (max skew before: %g, pods per node max-min before: %g)" % (
+        name, first["skew_before"], first["node_spread_before"]))
+    header = "%-20s %9s %7s %9s %9s %9s %10s %7s %9s %9s %9s %10s %8s %6s %6s" % (
+        "tool", "evictions", "on new", "back old", "max skew", "node m-m", "violation", "wall s", "settled s",
+        "requests", "to settle", "net settle", "evict rq", "429s", "ready")
+    print(header)
+    print("-" * len(header))
     for tool, row in summaries.items():
-        print("%-20s %9g %17g %15g %7.1f %16.1f %10s" % (
-            tool, row["evictions"], row["back_on_old_node"], row["final_max_skew"], row["wall"],
-            row["until_settled"], row["all_ready"]))
+        print("%-20s %9g %7g %9g %9g %9g %10s %7.1f %9.1f %9g %9g %10s %8g %6g %6s" % (
+            tool, row["evictions"], row["on_new_nodes"], row["back_on_old_node"], row["final_max_skew"],
+            row["node_spread"], fmt(row["violations"], "10d"), row["wall"], row["until_settled"], row["requests"],
+            row["requests_until_settled"], fmt(row["net_requests_until_settled"], "10.0f"),
+            row["eviction_requests_until_settled"], row["evictions_429_until_settled"],
+            "yes" if row["all_ready"] else "NO"))
 
 
-def main():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=1, help="runs per tool per scenario (default %(default)s)")
+    parser.add_argument("--trials", type=int, help="runs per tool per scenario (default 1)")
     parser.add_argument("--only", choices=TOOLS, help="run one tool only")
     parser.add_argument("--scenario", choices=list(SCENARIOS), action="append",
                         help="run this scenario only (repeatable; default all)")
-    args = parser.parse_args()
-    scenarios = args.scenario or list(SCENARIOS)
-    tools = [args.only] if args.only else list(TOOLS)
-    if DESCHEDULER in tools:
+    parser.add_argument("--idle", type=float, help="seconds of the idle window before each run that measures the "
+                        "background request rate (default 5, --quick 0: none)")
+    parser.add_argument("--json", help="where the results go (default %s, --quick %s)" % (
+        os.path.relpath(RESULTS, REPO), os.path.relpath(QUICK_RESULTS, REPO)))
+    parser.add_argument("--quick", action="store_true", help='a smoke run: "node replaced" at its smallest, 1 trial, '
+                        "no unsteered pass, no idle window")
+    args = parser.parse_args(argv)
+    if args.quick:
+        defaults = {"trials": 1, "idle": 0, "json": QUICK_RESULTS}
+        args.scenarios = {name: QUICK_SCENARIOS[name] for name in args.scenario or QUICK_SCENARIOS
+                          if name in QUICK_SCENARIOS}
+        if not args.scenarios:
+            parser.error("--quick runs %s only" % ", ".join(QUICK_SCENARIOS))
+        args.tools = [args.only] if args.only else list(QUICK_TOOLS)
+    else:
+        defaults = {"trials": 1, "idle": 5, "json": RESULTS}
+        args.scenarios = {name: SCENARIOS[name] for name in args.scenario or SCENARIOS}
+        args.tools = [args.only] if args.only else list(TOOLS)
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.trials < 1 or args.idle < 0:
+        parser.error("--trials must be 1 or more, --idle 0 or more")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if DESCHEDULER in args.tools or ARTICLE in args.tools:
         descheduler_binary()
     os.makedirs(LOGS, exist_ok=True)
+    started = time.monotonic()
     work_dir = tempfile.mkdtemp(prefix="kubeops-bench-")
     state = local_cluster.up(os.path.join(work_dir, "cluster"), die_with_parent=True)
-    runs = {name: {tool: [] for tool in tools} for name in scenarios}
+    runs = {name: {tool: [] for tool in args.tools} for name in args.scenarios}
     try:
         bench = Bench(state["kubeconfig"], work_dir)
-        for trial in range(args.trials):
-            for name in scenarios:
-                for tool in tools if trial % 2 == 0 else reversed(tools):
-                    result = run_once(bench, name, tool, trial)
-                    runs[name][tool].append(result)
-                    line = "trial %d  %-18s %-18s evictions %2d  back %2d  skew %d -> %d  wall %5.1f s  " \
-                           "settled %5.1f s  ready %s" % (
-                               trial, name, tool, result["evictions"], result["back_on_old_node"],
-                               result["skew_before"], result["final_max_skew"], result["wall"],
-                               result["until_settled"], result["all_ready"])
-                    if "logged_evictions" in result:
-                        line += "  logged %s" % result["logged_evictions"]
-                    print(line, flush=True)
+        order = [(name, spec, trial, tool) for name, spec in args.scenarios.items()
+                 for trial, tool in trial_order(args.trials, args.tools)]
+        for index, (name, spec, trial, tool) in enumerate(order):
+            scenario, result = run_once(bench, name, spec, tool, trial, args.idle)
+            runs[name][tool].append(result)
+            print_run(trial, name, tool, result)
+            removing = time.monotonic()
+            if index < len(order) - 1:  # the cluster goes down after the last
+                bench.remove(scenario)
+            result["remove_seconds"] = time.monotonic() - removing
     finally:
         local_cluster.down(os.path.join(work_dir, "cluster"))
     summaries = {name: {tool: summary(tool_runs) for tool, tool_runs in by_tool.items()}
                  for name, by_tool in runs.items()}
+    print("\nmedians of %d trial(s); on new: pods on the added nodes; back old: replacements back on the node a pod "
+          "of theirs left; node m-m: max-min of all pods per node; requests: over the tool's run, to settle: until "
+          "settled, net settle: less the idle rate; evict rq: eviction requests until settled" % args.trials)
     for name, by_tool in summaries.items():
         print_table(name, by_tool)
-    with open(RESULTS, "w") as handle:
-        json.dump({"trials": args.trials, "scenarios": SCENARIOS, "summaries": summaries, "runs": runs,
-                   "descheduler_policy": descheduler_policy("<namespace>")}, handle, indent=2)
-    print("\nresults in %s, logs in %s" % (RESULTS, LOGS))
+    with open(args.json, "w") as handle:
+        json.dump({"trials": args.trials, "quick": args.quick, "idle_seconds": args.idle,
+                   "scenarios": args.scenarios, "summaries": summaries, "runs": runs,
+                   "descheduler_policy": descheduler_policy("<namespace>"), "article_policy": article_policy(),
+                   "seconds": round(time.monotonic() - started, 1)}, handle, indent=2)
+    all_runs = [run for by_tool in runs.values() for tool_runs in by_tool.values() for run in tool_runs]
+    print("\nresults in %s, logs in %s (%.0f s in all: building the scenarios %.0f s, the tools until settled %.0f s, "
+          "removing the scenarios %.0f s)" % (
+              args.json, LOGS, time.monotonic() - started, sum(run["build_seconds"] for run in all_runs),
+              sum(run["until_settled"] for run in all_runs), sum(run["remove_seconds"] for run in all_runs)))
+    failed = [(name, tool) for name, by_tool in summaries.items() for tool, row in by_tool.items() if row["failed"]]
+    if failed:
+        print("FAILED: %s" % "; ".join("%s on %s" % (tool, name) for name, tool in failed))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

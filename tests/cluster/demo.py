@@ -46,15 +46,20 @@ class RotationScenario(ClusterClients):
         return sum(1 for pod in self.pods(self.namespace) if pod.status.phase == "Running" and any(
             c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []))
 
+    def run_rotation(self, work_dir, extra=None, check=False, environment=None):
+        """ansible-playbook kubeops.rotation.rotate_nodes with the ``rotation`` variables, the kubeconfig and a
+        report in ``work_dir``, as its users run it; returns the CompletedProcess."""
+        return run_collection_playbook(
+            "kubeops.rotation.rotate_nodes",
+            dict(dict(self.rotation, kubeops_kubeconfig=self.kubeconfig,
+                      rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json")), **(extra or {})),
+            work_dir, check=check, environment=environment)
+
     def rotate(self, work_dir, extra=None, check=False):
         """Run the playbook while watching; returns (CompletedProcess, watcher, seconds)."""
         started = time.monotonic()
         with DisruptionWatcher(self, self.namespace) as watcher:
-            completed = run_collection_playbook(
-                "kubeops.rotation.rotate_nodes",
-                dict(dict(self.rotation, kubeops_kubeconfig=self.kubeconfig,
-                          rotate_nodes_report_file=os.path.join(work_dir, "rotation-report.json")), **(extra or {})),
-                work_dir, check=check)
+            completed = self.run_rotation(work_dir, extra, check)
         return completed, watcher, time.monotonic() - started
 
 

@@ -40,21 +40,22 @@ def ansible_playbook_command(*args):
 
 
 def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALLED_COLLECTIONS, check=False,
-                            inventory=None, background=False):
+                            inventory=None, background=False, environment=None):
     """Run a playbook of the collection by name with extra vars; returns the CompletedProcess
-    (or, with ``background``, the running Popen)."""
+    (or, with ``background``, the running Popen). ``environment`` adds to ansible-playbook's environment
+    (a benchmark's callback settings, for example)."""
     vars_file = os.path.join(str(work_dir), "extra-vars-%s.json" % uuid.uuid4().hex[:6])
     with open(vars_file, "w") as handle:
         json.dump(extra_vars, handle)
     command = ansible_playbook_command(name, "-e", "@%s" % vars_file) + (["--check"] if check else [])
     if inventory:
         command[command.index("-i") + 1] = inventory
+    env = dict(ansible_environment(collections_path), **(environment or {}))
     if background:
         # A session of its own, so that a test can kill the whole process group, workers included, as AWX does.
         return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-                                env=ansible_environment(collections_path), start_new_session=True)
-    return subprocess.run(command, capture_output=True, text=True, env=ansible_environment(collections_path),
-                          timeout=900, check=False)
+                                env=env, start_new_session=True)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
 
 
 def run_tasks(tasks, work_dir, connection, collections_path=INSTALLED_COLLECTIONS, check=False, verbosity=0):

@@ -10,6 +10,7 @@ from kubernetes import watch
 PAUSE = "registry.k8s.io/pause:3.10"
 # kwok keeps a deleted pod Terminating this long, like a kubelet stopping it.
 TERMINATION_DELAY = {"pod-delete.stage.kwok.x-k8s.io/delay": "2s"}
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 EVICTIONS = re.compile(r'^apiserver_request_total\{(?=[^}]*subresource="eviction")(?=[^}]*resource="pods")'
                        r'[^}]*code="(\d+)"[^}]*\} (\S+)$', re.M)
 
@@ -75,6 +76,18 @@ def pdb(name, selector_labels, min_available=None, max_unavailable=None):
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name}, "spec": spec}
+
+
+def workload_templates(cluster, namespace):
+    """"Kind/name" -> (generation, restartedAt) of every Deployment and StatefulSet of the namespace: a restart
+    bumps the generation and sets kubectl.kubernetes.io/restartedAt on the pod template."""
+    found = {}
+    for kind, items in (("Deployment", cluster.apps.list_namespaced_deployment(namespace).items),
+                        ("StatefulSet", cluster.apps.list_namespaced_stateful_set(namespace).items)):
+        for item in items:
+            found["%s/%s" % (kind, item.metadata.name)] = (
+                item.metadata.generation, (item.spec.template.metadata.annotations or {}).get(RESTARTED_AT))
+    return found
 
 
 def is_ready(pod):

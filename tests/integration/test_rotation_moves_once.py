@@ -22,12 +22,12 @@ import time
 import pytest
 from ansible_run import run_collection_playbook
 from conftest import delete_pool_nodes, wait_until
-from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, is_ready, pdb, stateful_set
+from kube import (DisruptionWatcher, deployment, eviction_requests, evictions_since, is_ready, pdb, stateful_set,
+                  workload_templates)
 from kubernetes.client.rest import ApiException
 
 from fakenodes import fake_node
 
-RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 ZONE = "topology.kubernetes.io/zone"
 CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
@@ -100,13 +100,7 @@ class Scenario:
 
     def workloads(self):
         """"Kind/name" -> (generation, restartedAt) of every Deployment and StatefulSet of the namespace."""
-        found = {}
-        for kind, items in (("Deployment", self.cluster.apps.list_namespaced_deployment(self.namespace).items),
-                            ("StatefulSet", self.cluster.apps.list_namespaced_stateful_set(self.namespace).items)):
-            for item in items:
-                found["%s/%s" % (kind, item.metadata.name)] = (
-                    item.metadata.generation, (item.spec.template.metadata.annotations or {}).get(RESTARTED_AT))
-        return found
+        return workload_templates(self.cluster, self.namespace)
 
     def rotate(self, work_dir, extra=None):
         return run_collection_playbook("kubeops.rotation.rotate_nodes", dict(

@@ -388,20 +388,44 @@ class EvictionRun:
     def _wait_for_replacements(self, states, deadline):
         workloads = {self._workload_of(s.pod) for s in states if s.outcome == "evicted"} - {None}
         for workload in sorted(workloads):
-            while True:
-                desired, ready = self._replicas(workload)
-                if ready >= desired:
-                    break
-                remaining = deadline - self.clock()
-                if remaining <= 0:
-                    self.timed_out = True
-                    self.waiting_for = "%s/%s in %s has %d of %d replicas Ready" % (
-                        workload.kind, workload.name, workload.namespace, ready, desired)
-                    return
-                selector = self._workload_selector(workload)
-                for _event in watch(self.client, self.client.core.list_namespaced_pod, None, min(remaining, 10),
-                                    namespace=workload.namespace, label_selector=selector):
-                    break
+            ready, desired = self._watch_until_ready(workload, deadline)
+            if ready < desired:
+                self.timed_out = True
+                self.waiting_for = "%s/%s in %s has %d of %d replicas Ready" % (
+                    workload.kind, workload.name, workload.namespace, ready, desired)
+                return
+
+    def _watch_until_ready(self, workload, deadline):
+        """Watch the workload's pods until as many are Ready as it wants, or ``deadline``; returns (ready, desired).
+
+        One list, then one watch from its resourceVersion keeps the pods
+        current: no list per change.
+        """
+        obj = read_workload(self.client, workload) or {}
+        desired = (obj.get("spec") or {}).get("replicas", 1)
+        scope = {"namespace": workload.namespace, "label_selector": self._workload_selector(workload, obj)}
+        pods, resource_version = {}, None
+        while True:
+            if resource_version is None:
+                listed = self.client.core.list_namespaced_pod(**scope)
+                pods = {pod["metadata"]["uid"]: pod for pod in (self.client.to_dict(item) for item in listed.items)}
+                resource_version = listed.metadata.resource_version
+            ready = sum(1 for pod in pods.values() if is_ready(pod))
+            remaining = deadline - self.clock()
+            if ready >= desired or remaining <= 0:
+                return ready, desired
+            try:
+                for event_type, pod in watch(self.client, self.client.core.list_namespaced_pod, resource_version,
+                                             remaining, **scope):
+                    resource_version = pod["metadata"].get("resourceVersion") or resource_version
+                    if event_type == "DELETED":
+                        pods.pop(pod["metadata"]["uid"], None)
+                    elif event_type in ("ADDED", "MODIFIED"):
+                        pods[pod["metadata"]["uid"]] = pod
+                    if sum(1 for pod in pods.values() if is_ready(pod)) >= desired:
+                        break
+            except WatchExpired:
+                resource_version = None
 
     # -- owners -----------------------------------------------------------
 
