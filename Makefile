@@ -93,14 +93,18 @@ release-check: venv
 	$(BIN)/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 	$(BIN)/python -m pytest tests/release
 
-# The planners' scale benchmark at its two smallest sizes: a smoke test that it runs, not a timing test.
-bench-smoke: venv
+# Every benchmark at a small size, once: a smoke test that each runs and its loose sanity checks hold (a tool
+# failed, pods left behind, a PDB crossed by ours), not a timing test.
+bench-smoke: venv cluster-bin collection
 	$(BIN)/python tests/bench/planner_scale.py --quick --runs 1
+	$(BIN)/python tests/bench/drain_side_by_side.py --quick
+	$(BIN)/python tests/bench/rotation_vs_manual.py --quick
+	$(BIN)/python tests/bench/rebalance_vs_descheduler.py --quick
+	$(BIN)/python tests/bench/module_costs.py --trials 1
 
 # Side-by-side benchmarks against the tools the collection replaces (not part of `make test`).
 bench: venv cluster-bin collection
 	$(BIN)/python tests/bench/planner_scale.py --json $(CACHE)/bench-planner-scale.json
-	$(BIN)/python tests/bench/drain_vs_kubectl.py
 	$(BIN)/python tests/bench/drain_side_by_side.py --json $(CACHE)/bench-drain-side-by-side.json
 	$(BIN)/python tests/bench/rotation_vs_manual.py --json $(CACHE)/bench-rotation-vs-manual.json
 	$(BIN)/python tests/bench/module_costs.py

@@ -148,7 +148,8 @@ options:
     default: false
   keep_zones:
     description:
-      - While the pods move, the Ready, uncordoned nodes outside the zones of the selected nodes carry the
+      - While the pods move, the Ready, uncordoned nodes outside the zones of the selected nodes that have room
+        for the smallest of the pods (what their pods request leaves it free) carry the
         taint C(kubeops.io/rebalancing=true:PreferNoSchedule), so that the scheduler puts the
         replacements back in their own zone when it has room (its default spreading would otherwise
         even them out over every zone). The taints are removed at the end, also on failure; a run

@@ -119,7 +119,8 @@ options:
     default: []
   keep_zones:
     description:
-      - While the pods move, the Ready, uncordoned nodes outside the zones where the workloads' pods run now (not O(avoid_nodes)) carry the
+      - While the pods move, the Ready, uncordoned nodes outside the zones where the workloads' pods run now (not O(avoid_nodes))
+        that have room for the smallest of their pod templates carry the
         taint C(kubeops.io/rebalancing=true:PreferNoSchedule), so that the scheduler puts the
         replacements back in their own zone when it has room (its default spreading would otherwise
         even them out over every zone). The taints are removed at the end, also on failure; a run

@@ -1,5 +1,6 @@
-"""What every benchmark holds: the clients on its cluster, a folder for the tools' files, and the API server's
-request counts (from its /metrics) to measure what a tool's run cost."""
+"""What every benchmark holds: the clients on its cluster, a folder for the tools' files, the API server's
+request counts (from its /metrics) to measure what a tool's run cost, and its audit log when given (who made each
+request: side_by_side.audit_requests)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 class ClusterBench(ClusterClients):
-    def __init__(self, kubeconfig, work_dir):
+    def __init__(self, kubeconfig, work_dir, audit_log=None):
         super().__init__(kubeconfig)
         self.work_dir = work_dir
+        self.audit_log = audit_log
 
     def request_counts(self):
         """apiserver_request_total by (verb, group, resource, subresource, code), from the API server's /metrics."""

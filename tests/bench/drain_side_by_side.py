@@ -33,6 +33,8 @@ Measured per run, from the cluster rather than from the tools:
   net          requests less the steady background (kwok's heartbeats, the watcher...): the rate of
                an idle window (--idle seconds) just before the tool, times its wall time; what the
                run caused, the tool's own requests and the controllers' answer to its evictions
+  own          the tool's own requests: those of its User-Agent in the API server's audit log (kubeops.rotation,
+               kubectl/..., k8s_drain's OpenAPI-Generator/.../python), Events excluded; own/moved: per pod moved
   evictions    eviction requests (pods/eviction), and how many the API server answered 429
   moved        pods deleted from the tool's start until all replicas are Ready again (a pod that
                moved onto a node drained later counts again), against the pods on the drained
@@ -71,8 +73,8 @@ from bench_cluster import ClusterBench, fmt, median  # noqa: E402
 from ansible_run import INSTALLED_COLLECTIONS, REPO, run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import daemon_set, deployment, is_ready, pdb  # noqa: E402
-from side_by_side import (DeletionWatcher, add_ratios, collection_version, kubectl_version, measured,  # noqa: E402
-                          trial_order)
+from side_by_side import (KUBECTL_AGENT, OURS_AGENT, PYTHON_AGENT, DeletionWatcher, add_ratios,  # noqa: E402
+                          collection_version, kubectl_version, measured, per_moved_pod, trial_order)
 
 CACHE = os.path.join(REPO, ".cache")
 RESULTS = os.path.join(CACHE, "bench-drain-side-by-side.json")
@@ -94,6 +96,7 @@ KUBECTL_ALL = "kubectl drain (all at once)"
 K8S_DRAIN = "kubernetes.core.k8s_drain"
 TOOLS = {"ours": OURS, "kubectl-each": KUBECTL_EACH, "kubectl-all": KUBECTL_ALL, "k8s-drain": K8S_DRAIN}
 TOOL_IDS = {name: tool_id for tool_id, name in TOOLS.items()}
+AGENTS = {OURS: OURS_AGENT, KUBECTL_EACH: KUBECTL_AGENT, KUBECTL_ALL: KUBECTL_AGENT, K8S_DRAIN: PYTHON_AGENT}
 
 
 class ToolUnavailable(Exception):
@@ -330,7 +333,8 @@ def run_once(bench, tool, trial, args):
     log_path = os.path.join(LOGS, scenario.id + ".log")
     result = {"scenario": scenario.id, "drained_nodes": scenario.drained, "pods_to_move": len(to_move), "log": log_path}
     with DeletionWatcher(bench, scenario.id) as watcher, open(log_path, "w") as log:
-        completed, started, measures = measured(bench, lambda: CONTENDERS[tool](bench, scenario, log), args.idle)
+        completed, started, measures = measured(bench, lambda: CONTENDERS[tool](bench, scenario, log), args.idle,
+                                                AGENTS[tool])
         result.update(measures)
         try:
             bench.wait(lambda: not bench.to_move(scenario), "the drained nodes to be empty", timeout=TIMEOUT)
@@ -348,6 +352,7 @@ def run_once(bench, tool, trial, args):
     result["pdb_min_ready"] = {app: spec["min_ready"] for app, spec in scenario.apps.items()}
     result["violations"] = sum(1 for app, spec in scenario.apps.items() if watcher.min_ready[app] < spec["min_ready"])
     result["pods_moved"] = sum(1 for app, _node in watcher.deleted.values() if app != DAEMON)
+    result["own_requests_per_moved_pod"] = per_moved_pod(result.get("own_requests"), result["pods_moved"])
     result["left_on_drained_nodes"] = len(to_move & {pod.metadata.uid for pod in bench.to_move(scenario)})
     result["cordoned"] = sorted(cordoned) == sorted(scenario.drained)
     problems = []
@@ -376,8 +381,8 @@ def summarize(runs_by_tool):
     summaries = {}
     for tool, runs in runs_by_tool.items():
         summaries[tool] = {key: median(runs, key) for key in (
-            "wall", "drained", "settled", "requests", "net_requests", "eviction_requests", "evictions_429",
-            "pods_moved", "pods_to_move")}
+            "wall", "drained", "settled", "requests", "net_requests", "own_requests", "own_requests_per_moved_pod",
+            "eviction_requests", "evictions_429", "pods_moved", "pods_to_move")}
         summaries[tool]["violations"] = sum(run["violations"] for run in runs)
         summaries[tool]["failed"] = sum(1 for run in runs if not run["ok"])
         summaries[tool]["trials"] = len(runs)
@@ -386,9 +391,10 @@ def summarize(runs_by_tool):
 
 def print_run(trial, tool, result):
     net = "" if result["net_requests"] is None else " (net ~%.0f)" % result["net_requests"]
-    print("trial %d  %-30s wall %6.1f s  drained %s s  requests %5d%s  evictions %3d (429: %d)  "
+    print("trial %d  %-30s wall %6.1f s  drained %s s  requests %5d%s  own %s (%s/moved)  evictions %3d (429: %d)  "
           "moved %d of %d  violations %d%s" % (
               trial, tool, result["wall"], fmt(result["drained"], "6.1f"), result["requests"], net,
+              fmt(result.get("own_requests"), "4d"), fmt(result["own_requests_per_moved_pod"], ".1f"),
               result["eviction_requests"], result["evictions_429"],
               result["pods_moved"], result["pods_to_move"], result["violations"],
               "  FAILED: %s (%s)" % ("; ".join(result["problems"]), result["log"]) if result["problems"] else ""),
@@ -396,16 +402,17 @@ def print_run(trial, tool, result):
 
 
 def print_table(summaries):
-    header = ("%-30s %8s %7s %10s %9s %9s %10s %6s %9s %11s %7s" % (
-        "tool", "wall s", "ratio", "drained s", "requests", "net req", "evictions", "429s", "moved/of",
-        "violations", "failed"))
+    header = ("%-30s %8s %7s %10s %9s %9s %8s %9s %10s %6s %9s %11s %7s" % (
+        "tool", "wall s", "ratio", "drained s", "requests", "net req", "own req", "own/moved", "evictions", "429s",
+        "moved/of", "violations", "failed"))
     print(header)
     print("-" * len(header))
     for tool, row in summaries.items():
         moved = "%s/%s" % (fmt(row["pods_moved"], ".0f"), fmt(row["pods_to_move"], ".0f"))
-        print("%-30s %8s %7s %10s %9s %9s %10s %6s %9s %11d %7d" % (
+        print("%-30s %8s %7s %10s %9s %9s %8s %9s %10s %6s %9s %11d %7d" % (
             tool, fmt(row["wall"], "8.1f"), fmt(row["wall_ratio_to_ours"], "7.2f"), fmt(row["drained"], "10.1f"),
-            fmt(row["requests"], "9.0f"), fmt(row["net_requests"], "9.0f"), fmt(row["eviction_requests"], "10.0f"),
+            fmt(row["requests"], "9.0f"), fmt(row["net_requests"], "9.0f"), fmt(row["own_requests"], "8.0f"),
+            fmt(row["own_requests_per_moved_pod"], "9.1f"), fmt(row["eviction_requests"], "10.0f"),
             fmt(row["evictions_429"], "6.0f"), moved, row["violations"], row["failed"]))
 
 
@@ -452,10 +459,10 @@ def main(argv=None):
     started = time.monotonic()
     work_dir = tempfile.mkdtemp(prefix="kubeops-bench-")
     cluster_dir = os.path.join(work_dir, "cluster")
-    state = local_cluster.up(cluster_dir, die_with_parent=True)
+    state = local_cluster.up(cluster_dir, die_with_parent=True, audit=True)
     runs = {tool: [] for tool in args.tools}
     try:
-        bench = Bench(state["kubeconfig"], work_dir)
+        bench = Bench(state["kubeconfig"], work_dir, state["audit_log"])
         order = trial_order(args.trials, args.tools)
         for index, (trial, tool) in enumerate(order):
             scenario, result = run_once(bench, tool, trial, args)

@@ -53,7 +53,10 @@ left out) over the tool's run and until settled, the eviction requests and
 how many were answered 429. Those counts include every client: the tool, the
 controllers' answer, kwok's heartbeats and the watcher; --idle measures that
 background in an idle window before each run, and "net" is the count until
-settled less that rate times the time until settled.
+settled less that rate times the time until settled. The tool's own requests
+are those of its User-Agent (kubeops.rotation, the Descheduler's
+descheduler-<version>/...) in the API server's audit log over its run, Events
+excluded, and per pod moved (evicted).
 
 With --trials above 1, medians. The run fails (exit 1) when a tool failed,
 replicas were not all Ready in the end, or our rebalance evicted nothing or
@@ -89,7 +92,7 @@ from bench_cluster import ClusterBench, fmt, median, request_summary  # noqa: E4
 from ansible_run import REPO, run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import DisruptionWatcher, deployment, is_ready, pdb  # noqa: E402
-from side_by_side import measured, trial_order  # noqa: E402
+from side_by_side import DESCHEDULER_AGENT, OURS_AGENT, measured, per_moved_pod, trial_order  # noqa: E402
 
 RESULTS = os.path.join(REPO, ".cache", "bench-rebalance.json")
 QUICK_RESULTS = os.path.join(REPO, ".cache", "bench-rebalance-quick.json")
@@ -104,6 +107,7 @@ ARTICLE = "descheduler, article"
 TOOLS = (REBALANCE, ARTICLE, DESCHEDULER, UNSTEERED)
 QUICK_TOOLS = (REBALANCE, ARTICLE, DESCHEDULER)
 TOOL_IDS = {REBALANCE: "rebal", DESCHEDULER: "desched", UNSTEERED: "unsteered", ARTICLE: "article"}
+AGENTS = {REBALANCE: OURS_AGENT, UNSTEERED: OURS_AGENT, DESCHEDULER: DESCHEDULER_AGENT, ARTICLE: DESCHEDULER_AGENT}
 SETTLE_TIMEOUT = 180
 NODE_REPLACED = "node replaced"
 # first: the zones of the nodes the pods start on; replaced: how many of the first nodes are drained and deleted
@@ -415,7 +419,8 @@ def run_once(bench, name, spec, tool, trial, idle):
     log_path = os.path.join(LOGS, scenario.id + ".log")
     problems = []
     with DisruptionWatcher(bench, scenario.id) as watcher:
-        completed, started, result = measured(bench, lambda: run_tool(bench, scenario, tool, log_path), idle)
+        completed, started, result = measured(bench, lambda: run_tool(bench, scenario, tool, log_path), idle,
+                                              AGENTS[tool])
         ran = bench.request_counts()
         if completed.returncode != 0:
             problems.append("exited %d" % completed.returncode)
@@ -429,6 +434,7 @@ def run_once(bench, name, spec, tool, trial, idle):
         settling = request_summary(ran, bench.request_counts())
     result.update(measure(scenario, before, bench.snapshot(scenario.id)), all_ready=all_ready,
                   until_settled=until_settled, log=log_path)
+    result["own_requests_per_moved_pod"] = per_moved_pod(result.get("own_requests"), result["evictions"])
     # The tool's run and what followed until settled: the controllers' answer to the Descheduler comes after it.
     for key in ("requests", "eviction_requests", "evictions_429"):
         result[key + "_until_settled"] = result[key] + settling[key]
@@ -453,7 +459,8 @@ def summary(runs):
     """The one run, or the medians of several; violations and failures over all of them."""
     keys = ("evictions", "on_new_nodes", "back_on_old_node", "skew_before", "final_max_skew", "node_spread_before",
             "node_spread", "wall", "until_settled", "requests", "requests_until_settled", "net_requests_until_settled",
-            "eviction_requests_until_settled", "evictions_429_until_settled")
+            "eviction_requests_until_settled", "evictions_429_until_settled", "own_requests",
+            "own_requests_per_moved_pod")
     merged = {key: median(runs, key) for key in keys}
     merged["violations"] = None if runs[0]["violations"] is None else sum(run["violations"] for run in runs)
     merged["all_ready"] = all(run["all_ready"] for run in runs)
@@ -463,12 +470,14 @@ def summary(runs):
 
 def print_run(trial, name, tool, result):
     line = ("trial %d  %-18s %-20s evictions %2d  on new %2d  back %2d  skew %d -> %d  per node %d -> %d  "
-            "violations %s  wall %5.1f s  settled %5.1f s  requests %d / %d (evictions %d, 429 %d)" % (
+            "violations %s  wall %5.1f s  settled %5.1f s  requests %d / %d (evictions %d, 429 %d)  "
+            "own %s (%s/moved)" % (
                 trial, name, tool, result["evictions"], result["on_new_nodes"], result["back_on_old_node"],
                 result["skew_before"], result["final_max_skew"], result["node_spread_before"], result["node_spread"],
                 fmt(result["violations"], "1d"), result["wall"], result["until_settled"], result["requests"],
                 result["requests_until_settled"], result["eviction_requests_until_settled"],
-                result["evictions_429_until_settled"]))
+                result["evictions_429_until_settled"], fmt(result.get("own_requests"), "d"),
+                fmt(result["own_requests_per_moved_pod"], ".1f")))
     if "logged_evictions" in result:
         line += "  logged %s" % result["logged_evictions"]
     if result["problems"]:
@@ -480,16 +489,17 @@ def print_table(name, summaries):
     first = next(iter(summaries.values()))
     print("\n%s (max skew before: %g, pods per node max-min before: %g)" % (
         name, first["skew_before"], first["node_spread_before"]))
-    header = "%-20s %9s %7s %9s %9s %9s %10s %7s %9s %9s %9s %10s %8s %6s %6s" % (
+    header = "%-20s %9s %7s %9s %9s %9s %10s %7s %9s %9s %9s %10s %8s %9s %8s %6s %6s" % (
         "tool", "evictions", "on new", "back old", "max skew", "node m-m", "violation", "wall s", "settled s",
-        "requests", "to settle", "net settle", "evict rq", "429s", "ready")
+        "requests", "to settle", "net settle", "own req", "own/moved", "evict rq", "429s", "ready")
     print(header)
     print("-" * len(header))
     for tool, row in summaries.items():
-        print("%-20s %9g %7g %9g %9g %9g %10s %7.1f %9.1f %9g %9g %10s %8g %6g %6s" % (
+        print("%-20s %9g %7g %9g %9g %9g %10s %7.1f %9.1f %9g %9g %10s %8s %9s %8g %6g %6s" % (
             tool, row["evictions"], row["on_new_nodes"], row["back_on_old_node"], row["final_max_skew"],
             row["node_spread"], fmt(row["violations"], "10d"), row["wall"], row["until_settled"], row["requests"],
             row["requests_until_settled"], fmt(row["net_requests_until_settled"], "10.0f"),
+            fmt(row["own_requests"], "8.0f"), fmt(row["own_requests_per_moved_pod"], "9.1f"),
             row["eviction_requests_until_settled"], row["evictions_429_until_settled"],
             "yes" if row["all_ready"] else "NO"))
 
@@ -533,10 +543,10 @@ def main(argv=None):
     os.makedirs(LOGS, exist_ok=True)
     started = time.monotonic()
     work_dir = tempfile.mkdtemp(prefix="kubeops-bench-")
-    state = local_cluster.up(os.path.join(work_dir, "cluster"), die_with_parent=True)
+    state = local_cluster.up(os.path.join(work_dir, "cluster"), die_with_parent=True, audit=True)
     runs = {name: {tool: [] for tool in args.tools} for name in args.scenarios}
     try:
-        bench = Bench(state["kubeconfig"], work_dir)
+        bench = Bench(state["kubeconfig"], work_dir, state["audit_log"])
         order = [(name, spec, trial, tool) for name, spec in args.scenarios.items()
                  for trial, tool in trial_order(args.trials, args.tools)]
         for index, (name, spec, trial, tool) in enumerate(order):
@@ -553,7 +563,8 @@ def main(argv=None):
                  for name, by_tool in runs.items()}
     print("\nmedians of %d trial(s); on new: pods on the added nodes; back old: replacements back on the node a pod "
           "of theirs left; node m-m: max-min of all pods per node; requests: over the tool's run, to settle: until "
-          "settled, net settle: less the idle rate; evict rq: eviction requests until settled" % args.trials)
+          "settled, net settle: less the idle rate; own req: the tool's own requests over its run (audit log), "
+          "own/moved: per pod evicted; evict rq: eviction requests until settled" % args.trials)
     for name, by_tool in summaries.items():
         print_table(name, by_tool)
     with open(args.json, "w") as handle:

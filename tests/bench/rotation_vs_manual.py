@@ -56,6 +56,8 @@ the reverse). Measured per run, from the cluster rather than from the tools:
                left out): every client, the tool and the controllers', kwok's, the provisioner's and the
                watcher's requests meanwhile; net: less the rate of an idle window (--idle seconds) before the
                run times the wall time. req/moved: requests (net when measured) per pod moved
+  own          the tool's own requests: those of its User-Agent (kubeops.rotation, kubectl/...) in the API
+               server's audit log, Events excluded; own/moved: per pod moved
   new nodes    the new pool's nodes at the end (the provisioner adds them, nothing removes them)
   violations   PDBs whose minimum was crossed: the fewest Ready pods of web and solo (DisruptionWatcher,
                tests/integration/kube.py, until settled) below what their PDB allows
@@ -119,8 +121,8 @@ from ansible_run import INSTALLED_COLLECTIONS, REPO  # noqa: E402
 from demo import RotationScenario, report_problems  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from kube import PAUSE, daemon_set, deployment, is_ready, pdb, stateful_set, workload_templates  # noqa: E402
-from side_by_side import (DeletionWatcher, add_ratios, collection_version, kubectl_version, measured,  # noqa: E402
-                          trial_order)
+from side_by_side import (KUBECTL_AGENT, OURS_AGENT, DeletionWatcher, add_ratios, collection_version,  # noqa: E402
+                          kubectl_version, measured, per_moved_pod, trial_order)
 
 CACHE = os.path.join(REPO, ".cache")
 RESULTS = os.path.join(CACHE, "bench-rotation-vs-manual.json")
@@ -146,20 +148,27 @@ OURS = "kubeops.rotation.rotate_nodes"
 MANUAL = "manual (kubectl)"
 TOOLS = {"ours": OURS, "manual": MANUAL}
 TOOL_IDS = {name: tool_id for tool_id, name in TOOLS.items()}
+AGENTS = {OURS: OURS_AGENT, MANUAL: KUBECTL_AGENT}
 # "..., batch 2/3": the suffix of every task of the role's batch.yml.
 BATCH_TASK = re.compile(r", batch (\d+)/\d+$")
 STEPS = ("cordon", "warm", "restart", "drain", "retire")
 
 
-def workloads(slots):
+def workloads(slots, web_max_unavailable=1):
     """The scenario's workloads, filling ``slots`` pods: kind, replicas, do-not-disrupt, PDB, the fewest Ready
-    pods the PDB allows (None without one), volumes."""
+    pods the PDB allows (None without one), volumes. ``web_max_unavailable``: web's PDB, a count or a percent
+    (rounded up, as the disruption controller does)."""
     guard = max(2, slots // 10)
     db = 2 if slots < 50 else 3
     web = slots - guard - db - 1
+    if str(web_max_unavailable).endswith("%"):
+        web_unavailable = -(-web * int(str(web_max_unavailable)[:-1]) // 100)
+    else:
+        web_unavailable = int(web_max_unavailable)
     return {
-        "web": {"kind": "Deployment", "replicas": web, "do_not_disrupt": False, "pdb": {"max_unavailable": 1},
-                "min_ready": web - 1, "volumes": [{"name": "scratch", "emptyDir": {}}]},
+        "web": {"kind": "Deployment", "replicas": web, "do_not_disrupt": False,
+                "pdb": {"max_unavailable": web_max_unavailable},
+                "min_ready": web - web_unavailable, "volumes": [{"name": "scratch", "emptyDir": {}}]},
         "guard": {"kind": "Deployment", "replicas": guard, "do_not_disrupt": True, "pdb": None, "min_ready": None,
                   "volumes": None},
         "db": {"kind": "StatefulSet", "replicas": db, "do_not_disrupt": True, "pdb": None, "min_ready": None,
@@ -206,7 +215,7 @@ def placeholder(replicas, pool, zones):
 class Scenario(RotationScenario):
     """One run's namespace, old pool (its first 20% to rotate) and new pool, and the rotation's variables."""
 
-    def __init__(self, kubeconfig, scenario_id, nodes, slots, batch_size):
+    def __init__(self, kubeconfig, scenario_id, nodes, slots, batch_size, web_max_unavailable=1):
         super().__init__(kubeconfig)
         self.id = scenario_id
         self.namespace = scenario_id
@@ -215,7 +224,7 @@ class Scenario(RotationScenario):
         self.zones = {"%s-n%02d" % (scenario_id, index): ZONES[index % len(ZONES)] for index in range(nodes)}
         self.rotated = list(self.zones)[:max(1, round(nodes * SHARE_ROTATED))]
         self.capacity = {"cpu": "%dm" % (slots * POD_MILLICPU), "memory": "16Gi", "pods": "110"}
-        self.specs = workloads(nodes * slots)
+        self.specs = workloads(nodes * slots, web_max_unavailable)
         # The manual sequence's batches: the nodes to rotate by zone, batch_size at a time, as ours plans them.
         self.batches = []
         for zone in ZONES:
@@ -559,7 +568,7 @@ def read_manual(result, details):
 
 def run_once(bench, tool, trial, args):
     scenario = Scenario(bench.kubeconfig, "t%d-%s" % (trial, TOOL_IDS[tool]), args.nodes, args.slots,
-                        args.batch_size)
+                        args.batch_size, args.web_max_unavailable)
     scenario.build()
     to_move = {pod.metadata.uid for pod in scenario.on_rotated()}
     templates_before = workload_templates(scenario, scenario.namespace)
@@ -569,7 +578,7 @@ def run_once(bench, tool, trial, args):
     details = {}
     with DeletionWatcher(scenario, scenario.namespace) as watcher, open(log_path, "w") as log:
         completed, started, measures = measured(
-            bench, lambda: CONTENDERS[tool](bench, scenario, log, details), args.idle)
+            bench, lambda: CONTENDERS[tool](bench, scenario, log, details), args.idle, AGENTS[tool])
         result.update(measures)
         try:
             scenario.wait(lambda: not scenario.on_rotated() and scenario.settled(), "the workloads to settle",
@@ -589,6 +598,7 @@ def run_once(bench, tool, trial, args):
     result["moved_by_app"] = {app: moved.count(app) for app in scenario.specs}
     requests = result["net_requests"] if result["net_requests"] is not None else result["requests"]
     result["requests_per_moved_pod"] = requests / len(moved) if moved else None
+    result["own_requests_per_moved_pod"] = per_moved_pod(result.get("own_requests"), len(moved))
     result["min_ready"] = {app: watcher.min_ready.get(app) for app in scenario.specs}
     result["violations"] = sum(1 for app, spec in scenario.specs.items()
                                if spec["min_ready"] is not None and watcher.min_ready.get(app, 0) < spec["min_ready"])
@@ -619,7 +629,8 @@ def run_once(bench, tool, trial, args):
 
 
 SUMMARY_KEYS = ("wall", "settled", "pods_moved", "pods_to_move", "restarts_total", "requests", "net_requests",
-                "requests_per_moved_pod", "eviction_requests", "evictions_429", "new_nodes", "batches_n",
+                "requests_per_moved_pod", "own_requests", "own_requests_per_moved_pod", "eviction_requests",
+                "evictions_429", "new_nodes", "batches_n",
                 "batch_seconds", "waited_per_batch", "overhead_per_batch", "tasks_per_batch", "calls_per_batch",
                 "outside_batches_seconds", "module_calls", "module_api_requests", "commands")
 
@@ -638,34 +649,39 @@ def summarize(runs_by_tool):
         summary["failed"] = sum(1 for run in runs if not run["ok"])
         summary["trials"] = len(runs)
         summaries[tool] = summary
-    return add_ratios(summaries, OURS, ("wall", "settled", "pods_moved", "requests", "requests_per_moved_pod"))
+    return add_ratios(summaries, OURS, ("wall", "settled", "pods_moved", "requests", "requests_per_moved_pod",
+                                        "own_requests_per_moved_pod"))
 
 
 def print_run(trial, tool, result):
     net = "" if result["net_requests"] is None else " (net ~%.0f)" % result["net_requests"]
     print("trial %d  %-30s wall %6.1f s  settled %s s  moved %d of %d  restarts %s  requests %5d%s  "
-          "new nodes %d  violations %d%s" % (
+          "own %s (%s/moved)  new nodes %d  violations %d%s" % (
               trial, tool, result["wall"], fmt(result["settled"], "6.1f"), result["pods_moved"],
               result["pods_to_move"], json.dumps({key.split("/")[1]: count for key, count in
                                                   result["restarts"].items()}, sort_keys=True),
-              result["requests"], net, result["new_nodes"], result["violations"],
+              result["requests"], net, fmt(result.get("own_requests"), "4d"),
+              fmt(result["own_requests_per_moved_pod"], ".1f"), result["new_nodes"], result["violations"],
               "  FAILED: %s (%s)" % ("; ".join(result["problems"]), result["log"]) if result["problems"] else ""),
           flush=True)
 
 
 def print_table(summaries):
-    header = "%-30s %8s %6s %9s %6s %9s %8s %9s %8s %9s %6s %6s %10s %6s" % (
+    header = "%-30s %8s %6s %9s %6s %9s %8s %9s %8s %9s %6s %8s %9s %6s %6s %10s %6s" % (
         "tool", "wall s", "ratio", "settled s", "ratio", "moved/of", "restarts", "requests", "net req",
-        "req/moved", "ratio", "nodes+", "violations", "failed")
+        "req/moved", "ratio", "own req", "own/moved", "ratio", "nodes+", "violations", "failed")
     print(header)
     print("-" * len(header))
     for tool, row in summaries.items():
         moved = "%s/%s" % (fmt(row["pods_moved"], ".0f"), fmt(row["pods_to_move"], ".0f"))
-        print("%-30s %8s %6s %9s %6s %9s %8s %9s %8s %9s %6s %6s %10d %6d" % (
+        print("%-30s %8s %6s %9s %6s %9s %8s %9s %8s %9s %6s %8s %9s %6s %6s %10d %6d" % (
             tool, fmt(row["wall"], "8.1f"), fmt(row["wall_ratio_to_ours"], "6.2f"), fmt(row["settled"], "9.1f"),
             fmt(row["settled_ratio_to_ours"], "6.2f"), moved, fmt(row["restarts_total"], "8.0f"),
             fmt(row["requests"], "9.0f"), fmt(row["net_requests"], "8.0f"), fmt(row["requests_per_moved_pod"], "9.1f"),
-            fmt(row["requests_per_moved_pod_ratio_to_ours"], "6.2f"), fmt(row["new_nodes"], "6.0f"),
+            fmt(row["requests_per_moved_pod_ratio_to_ours"], "6.2f"), fmt(row["own_requests"], "8.0f"),
+            fmt(row["own_requests_per_moved_pod"], "9.1f"),
+            fmt(row["own_requests_per_moved_pod_ratio_to_ours"], "6.2f"),
+            fmt(row["new_nodes"], "6.0f"),
             row["violations"], row["failed"]))
 
 
@@ -706,6 +722,10 @@ def parse_args(argv=None):
     parser.add_argument("--slots", type=int, help="pods per node, all taken (default 5, --quick 3)")
     parser.add_argument("--batch-size", type=int, help="nodes per batch (default 2, --quick 1)")
     parser.add_argument("--trials", type=int, help="runs per tool (default 3, --quick 1)")
+    parser.add_argument("--api-qps", type=int, help="the controllers' client rate limit, for a large cluster "
+                        "(default theirs: 20 and 50 requests a second; 500 nodes: 200)")
+    parser.add_argument("--web-max-unavailable", default=1, type=lambda text: text if text.endswith("%") else int(text),
+                        help="web's PDB maxUnavailable, a count or a percent (default %(default)s; a large run: 10%%)")
     parser.add_argument("--tools", nargs="+", choices=list(TOOLS), help="the contenders (default both)")
     parser.add_argument("--idle", type=float, help="seconds of the idle window before each run that measures the "
                         "background request rate (default 5, --quick 0: none)")
@@ -736,10 +756,11 @@ def main(argv=None):
     order = trial_order(args.trials, args.tools)
     pools = pools_file(os.path.join(work_dir, "pools.yaml"), ["t%d-%s" % (trial, TOOL_IDS[tool])
                                                               for trial, tool in order], args.nodes, args.slots)
-    state = local_cluster.up(cluster_dir, provisioner_pools=pools, die_with_parent=True, python=sys.executable)
+    state = local_cluster.up(cluster_dir, provisioner_pools=pools, die_with_parent=True, audit=True,
+                             python=sys.executable, api_qps=args.api_qps)
     runs = {tool: [] for tool in args.tools}
     try:
-        bench = Bench(state["kubeconfig"], work_dir)
+        bench = Bench(state["kubeconfig"], work_dir, state["audit_log"])
         # kubectl's discovery cache, filled once, as an operator's ~/.kube/cache is.
         subprocess.run([local_cluster.binary("kubectl"), "--kubeconfig", bench.kubeconfig, "--cache-dir",
                         os.path.join(work_dir, "kubectl-cache"), "api-resources"], capture_output=True, check=False)
@@ -764,7 +785,8 @@ def main(argv=None):
     with open(args.json, "w") as handle:
         json.dump({"nodes": args.nodes, "slots": args.slots, "rotated": rotated, "batch_size": args.batch_size,
                    "trials": args.trials, "idle_seconds": args.idle, "quick": args.quick,
-                   "workloads": workloads(args.nodes * args.slots), "placeholder": placeholder(
+                   "workloads": workloads(args.nodes * args.slots, args.web_max_unavailable),
+                   "placeholder": placeholder(
                        "<new nodes>", "<new pool>", ["<batch zone>"]),
                    "versions": found, "summaries": summaries, "runs": runs,
                    "seconds": round(time.monotonic() - started, 1)}, handle, indent=2)

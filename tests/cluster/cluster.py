@@ -69,6 +69,21 @@ POD_READY_DELAY = """  delay:
 """ % POD_READY_DELAY_MS
 
 
+# The API server's audit log names the client of each request (its User-Agent), which /metrics cannot: the
+# benchmarks count each tool's own requests from it (tests/bench/side_by_side.py). Metadata only (no bodies), no
+# RequestReceived stage (ResponseComplete, and ResponseStarted for a watch, are enough), Events left out.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "None", "resources": [{"group": "", "resources": ["events"]},
+                                        {"group": "events.k8s.io", "resources": ["events"]}]},
+        {"level": "Metadata"},
+    ],
+}
+
+
 def log(message):
     print("[cluster] %s" % message, file=sys.stderr, flush=True)
 
@@ -305,10 +320,14 @@ def https_get(url, state, client_cert=True):
         return response.status, response.read()
 
 
-def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, python=sys.executable, autoscaler=None):
-    """Start a cluster in ``state_dir``; returns its state (kubeconfig path, ports, pids). ``autoscaler``
-    "karpenter" starts the real Karpenter with a KWOKNodeClass and a NodePool across three zones; the test
-    provisioner runs when ``provisioner_pools`` names its pools."""
+def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, python=sys.executable, autoscaler=None,
+       api_qps=None, audit=False):
+    """Start a cluster in ``state_dir``; returns its state (kubeconfig path, ports, pids).
+    ``autoscaler`` "karpenter" starts the real Karpenter with a KWOKNodeClass and a NodePool across three zones;
+    the test provisioner runs when ``provisioner_pools`` names its pools. ``api_qps`` raises the controller
+    manager's and the scheduler's client rate limits (20 and 50 requests a second) for large clusters.
+    ``audit`` writes the API server's audit log (``state["audit_log"]``), which the benchmarks read; the tests
+    do without it (with it, a rollout stalled after a second API server restart in one cluster, unexplained)."""
     if load_state(state_dir):
         raise RuntimeError("a cluster already runs from %s; run down first" % state_dir)
     started = time.monotonic()
@@ -326,6 +345,16 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
     kubeconfig = write_kubeconfig(state_dir, server)
     state["kubeconfig"] = kubeconfig
     state["server"] = server
+    audit_flags = []
+    if audit:
+        state["audit_log"] = os.path.join(state_dir, "audit.log")
+        audit_policy = os.path.join(state_dir, "audit-policy.json")
+        with open(audit_policy, "w") as handle:
+            json.dump(AUDIT_POLICY, handle, indent=2)  # JSON is YAML
+        # written as each request ends (the default blocking mode), so a run's requests are all in it when it
+        # returns; rotated only past 1000 MB, so that byte offsets into it stay valid for a cluster's life
+        audit_flags = ["--audit-policy-file=" + audit_policy, "--audit-log-path=" + state["audit_log"],
+                       "--audit-log-format=json", "--audit-log-maxsize=1000"]
     processes = {}
     try:
         etcd_url = "http://127.0.0.1:%d" % ports["etcd"]
@@ -352,10 +381,12 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
             "--service-account-key-file=" + os.path.join(pki, "sa.pub"),
             "--service-account-signing-key-file=" + os.path.join(pki, "sa.key"),
             "--service-cluster-ip-range=" + SERVICE_CIDR,
-            "--authorization-mode=RBAC", "--allow-privileged=true",
+            "--authorization-mode=RBAC", "--allow-privileged=true", *audit_flags,
         ], die_with_parent)
         wait_for("kube-apiserver /readyz", lambda: https_get(server + "/readyz", state)[0] == 200, processes)
         common = ["--kubeconfig=" + kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1"]
+        if api_qps:
+            common += ["--kube-api-qps=%d" % api_qps, "--kube-api-burst=%d" % (2 * api_qps)]
         processes["kube-controller-manager"] = start(state, "kube-controller-manager", [
             binary("kube-controller-manager"), *common, "--secure-port=%d" % ports["controller_manager"],
             "--service-account-private-key-file=" + os.path.join(pki, "sa.key"),

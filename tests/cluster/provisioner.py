@@ -144,6 +144,7 @@ def run(kubeconfig, pools_file, interval=1.0):
     upcoming_seconds = settings.get("upcoming_seconds", 15)
     pools = settings["pools"]
     api_client = config.new_client_from_config(config_file=kubeconfig)
+    api_client.user_agent = "kubeops-test-provisioner"  # in the API server's audit log, apart from kubernetes.core
     core = client.CoreV1Api(api_client)
     to_dict = api_client.sanitize_for_serialization
     print("provisioner watching pools %s" % [pool["name"] for pool in pools], flush=True)

@@ -16,6 +16,7 @@ KUBEOPS_TEST_KARPENTER=1 says it runs Karpenter with the KWOK provider.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -87,17 +88,25 @@ def cluster(tmp_path_factory):
     if external:
         yield Cluster(external, shutil.which("kubectl"), os.environ.get("KUBEOPS_TEST_PROVISIONER") == "1")
         return
-    state_dir = str(tmp_path_factory.mktemp("control-plane"))
+    with local_control_plane(str(tmp_path_factory.mktemp("control-plane"))) as (started, state):
+        try:
+            yield started
+        finally:
+            peaks = _peak_memory_kib(state["pids"])
+            with open(METRICS_FILE, "w") as handle:
+                json.dump({"startup_seconds": state["startup_seconds"], "versions": state["versions"],
+                           "peak_rss_mib": {name: round(kib / 1024) for name, kib in peaks.items()},
+                           "peak_rss_mib_total": round(sum(peaks.values()) / 1024)}, handle, indent=2)
+
+
+@contextlib.contextmanager
+def local_control_plane(state_dir):
+    """A local control plane with the test provisioner, in ``state_dir``: yields (Cluster, its state), then stops."""
     state = local_cluster.up(state_dir, provisioner_pools=os.path.join(CLUSTER_DIR, "pools.yaml"),
                              die_with_parent=True, python=sys.executable)
     try:
-        yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), True, state_dir)
+        yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), True, state_dir), state
     finally:
-        peaks = _peak_memory_kib(state["pids"])
-        with open(METRICS_FILE, "w") as handle:
-            json.dump({"startup_seconds": state["startup_seconds"], "versions": state["versions"],
-                       "peak_rss_mib": {name: round(kib / 1024) for name, kib in peaks.items()},
-                       "peak_rss_mib_total": round(sum(peaks.values()) / 1024)}, handle, indent=2)
         local_cluster.down(state_dir)
 
 

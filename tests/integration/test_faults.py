@@ -7,14 +7,25 @@ are in test_karpenter.py.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import pytest
-from conftest import TEST_LABEL, delete_pool_nodes, wait_until
+from conftest import TEST_LABEL, delete_pool_nodes, local_control_plane, wait_until
 from kube import DisruptionWatcher, deployment, eviction_requests, pdb, running_pods
 
 import cluster as local_cluster
+
+
+@pytest.fixture
+def cluster(tmp_path_factory):
+    """A control plane of its own for each test: the outage restarts its API server, not the suite's (after two
+    restarts of one API server, a rollout stalled half done in some runs, its cause not found)."""
+    if os.environ.get("KUBEOPS_TEST_KUBECONFIG"):
+        pytest.skip("stopping the API server needs the local control plane")
+    with local_control_plane(str(tmp_path_factory.mktemp("fault-control-plane"))) as (started, _state):
+        yield started
 
 
 def test_a_drain_rides_through_a_ten_second_api_server_outage_evicting_each_pod_once(

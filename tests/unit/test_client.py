@@ -173,6 +173,8 @@ def test_typed_calls_are_counted_impersonated_and_retried_whichever_generator_ma
     for headers in pool.headers:
         assert headers.getlist("Impersonate-User") == ["jane"]
         assert headers.getlist("Impersonate-Group") == ["platform", "sre"]
+        # The API server's audit log names the collection, not the generated client.
+        assert headers.getlist("User-Agent") == ["kubeops.rotation"]
 
 
 def test_a_status_that_is_not_transient_is_raised_once_with_its_body():

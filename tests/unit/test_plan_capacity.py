@@ -3,8 +3,12 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
-from builders import pod
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import (
+    nodes_needed,
+    nodes_with_room,
+    smallest_request,
+)
+from builders import node, pod
 
 TEMPLATE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 POOL = {"pool": "new"}
@@ -60,3 +64,19 @@ def test_nothing_to_move_needs_no_node():
 def test_daemonsets_that_eat_a_whole_node_are_invalid_input():
     with pytest.raises(InvalidInput, match="a template node has no cpu left after DaemonSet pods"):
         nodes_needed([pod("web", "old-0")] + agents("4"), TEMPLATE, POOL)
+
+
+def test_the_smallest_request_is_the_least_of_each_resource():
+    assert smallest_request([]) is None
+    assert smallest_request([{"cpu": 0.5, "memory": 64.0, "pods": 1.0}, {"cpu": 0.1, "memory": 128.0, "pods": 1.0}]) == \
+        {"cpu": 0.1, "memory": 64.0, "pods": 1.0}
+
+
+def test_a_node_has_room_when_what_its_pods_request_leaves_the_request_free():
+    nodes = [node("full", cpu="1"), node("roomy", cpu="1"), node("pods-full", cpu="4", pods="2"), node("empty")]
+    pods = [pod("a", node_name="full", cpu="500m"), pod("b", node_name="full", cpu="500m", deleting=True),
+            pod("c", node_name="roomy", cpu="500m"), pod("d", node_name="roomy", cpu="500m", phase="Succeeded"),
+            pod("e", node_name="pods-full"), pod("f", node_name="pods-full")]
+    request = {"cpu": 0.5, "memory": 64.0 * 2 ** 20, "pods": 1.0}
+    # A terminating pod still counts, as the scheduler counts it; a finished one does not.
+    assert nodes_with_room(nodes, pods, request) == {"roomy", "empty"}

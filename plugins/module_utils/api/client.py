@@ -91,6 +91,8 @@ def default_kubeconfig_path(environ=None):
     return paths[0] if paths else os.path.expanduser("~/.kube/config")
 
 
+USER_AGENT = "kubeops.rotation"
+
 if k8s_client is not None:
 
     class RetryingApiClient(k8s_client.ApiClient):
@@ -98,6 +100,8 @@ if k8s_client is not None:
 
         def __init__(self, configuration, impersonate_user=None, impersonate_groups=None, sleep=time.sleep):
             super().__init__(configuration)
+            # Names the collection in the API server's audit log and in API Priority and Fairness' flow matching.
+            self.user_agent = USER_AGENT
             self.request_count = 0
             self._count_lock = threading.Lock()
             # Called once, just before the first write: the Lease is taken there (engine.lease).

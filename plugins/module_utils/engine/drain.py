@@ -18,6 +18,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction i
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import (
     judge_all,
     left_behind,
@@ -76,7 +78,8 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         return result
     run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
     zones = zones_of_nodes(client, node_names) if keep_zones and node_names else set()
-    with keeping_zones(client, zones, node_names) as steered:
+    leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
+    with keeping_zones(client, zones, node_names, leaving) as steered:
         states = run.run(plans, node_names)
     result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))

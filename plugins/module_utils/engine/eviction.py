@@ -295,8 +295,9 @@ class EvictionRun:
         """Wait, by watching pods, until something may let the loop go on; returns the resourceVersion to resume from.
 
         It returns when an in-flight pod is gone and a pod waits for the room
-        this made, or when any pod changes while a pod waits for its owner to
-        have replicas to spare (a replacement may have become Ready), or at
+        this made, or when a pod shows Ready while a pod waits for its owner to
+        have replicas to spare (it may be a replacement: the count is read
+        again), or at
         ``timeout``. While pods refused by their PDBs wait and none waits for
         room, it watches the PDBs instead (_wait_for_pdbs); the pods in flight
         are then seen gone later, from the same resourceVersion. Only when
@@ -322,7 +323,7 @@ class EvictionRun:
                     self._finish(in_flight.pop(uid))
                     if not in_flight or waiting_for_room:
                         return resource_version
-                elif waiting_for_room and event_type != "BOOKMARK":
+                elif waiting_for_room and event_type in ("ADDED", "MODIFIED") and is_ready(pod):
                     return resource_version
         except WatchExpired:
             self._finish_gone(in_flight, list_method, kwargs)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, owners_of_replica_sets
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import set_steering
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import clear_steering, set_steering
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
     EvictionRun,
     EvictionSettings,
@@ -80,7 +80,7 @@ def rebalance(client, request, check_mode=False):
         raise NotFound("No node matches node_selector %s; nothing was changed." % request.node_selector)
     leftover = sorted(node_name(node) for node in nodes if is_steered(node))
     if leftover and not check_mode:
-        set_steering(client, leftover, None)
+        set_steering(client, [node for node in nodes if is_steered(node)], None)
     owners = owners_of_replica_sets(client)
     selected = _selected(client, request.pod_selector)
     names = {node_name(node) for node in nodes}
@@ -106,10 +106,12 @@ def rebalance(client, request, check_mode=False):
     steered = [name for name in plan["nodes"] if name not in receivers] if request.steering != "none" else []
     run = EvictionRun(client, request.eviction, hooks=[EventRecorder(client, request.eviction.reason)])
     try:
-        set_steering(client, steered, request.steering if steered else None)
+        # Leftover taints were taken off above: those nodes as listed before would look steered already.
+        current = client.list_all(client.core.list_node) if leftover else nodes
+        set_steering(client, [node for node in current if node_name(node) in set(steered)], request.steering)
         states = run.run(pod_plans)
     finally:
-        set_steering(client, steered, None)
+        clear_steering(client, steered)
     outcomes = {state.plan.key: state.result() for state in states}
     after_nodes, after_pods = _snapshot(client, request.node_selector)
     scope, _left_out = in_scope(after_nodes)

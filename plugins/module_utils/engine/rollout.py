@@ -23,8 +23,10 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering i
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import (
     Status,
     owners_on_nodes,
@@ -212,15 +214,19 @@ def find_workloads(client, settings):
 
 
 def workload_zones(client, workloads):
-    """The zones where the pods of the workloads (RestartProgress) run now."""
+    """The zones where the pods of the workloads (RestartProgress) run now, and the smallest request of
+    their pod templates (plan.capacity.smallest_request)."""
     nodes = set()
+    requests = []
     for progress in workloads:
         obj = read_workload(client, progress.workload)
         if obj:
+            spec = obj.get("spec") or {}
             pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
-                                   label_selector=selector_text((obj.get("spec") or {}).get("selector")))
+                                   label_selector=selector_text(spec.get("selector")))
             nodes.update(node_of(pod) for pod in pods if node_of(pod))
-    return zones_of_nodes(client, sorted(nodes))
+            requests.append(pod_requests(spec.get("template") or {}))
+    return zones_of_nodes(client, sorted(nodes)), smallest_request(requests)
 
 
 def restart_workloads(client, settings, check_mode=False):
@@ -232,8 +238,8 @@ def restart_workloads(client, settings, check_mode=False):
     runner = RolloutRestart(client, settings.restart_id, settings.restarted_after, settings.wait,
                             settings.avoid_nodes, settings.max_concurrent)
     workloads = find_workloads(client, settings)
-    zones = workload_zones(client, workloads) if settings.keep_zones and not check_mode else set()
-    with keeping_zones(client, zones, settings.avoid_nodes) as steered:
+    zones, request = workload_zones(client, workloads) if settings.keep_zones and not check_mode else (set(), None)
+    with keeping_zones(client, zones, settings.avoid_nodes, request) as steered:
         entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
     summary = {"workloads": len(entries)}
     for entry in entries:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminal, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
     RESOURCES,
     pod_requests,
@@ -65,3 +65,32 @@ def nodes_needed(pods, template_allocatable, pool_labels):
                        free["memory"], free["pods"]),
     }
     return count, explanation
+
+
+def smallest_request(requests):
+    """The least of each resource over request dicts ({"cpu", "memory", "pods"}), or None when there are none:
+    a node without room for it has room for none of those pods. Pure."""
+    requests = list(requests)
+    if not requests:
+        return None
+    return {resource: min(request[resource] for request in requests) for resource in RESOURCES}
+
+
+def nodes_with_room(nodes, pods, request):
+    """The names of ``nodes`` whose allocatable, less what the pods on them request (terminating ones too, as
+    the scheduler counts them until they are gone; not finished ones), still holds ``request``. Pure."""
+    used = {}
+    for pod in pods:
+        name = node_of(pod)
+        if name and not is_terminal(pod):
+            requested = used.setdefault(name, dict.fromkeys(RESOURCES, 0.0))
+            for resource, value in pod_requests(pod).items():
+                requested[resource] += value
+    found = set()
+    for node in nodes:
+        name = node["metadata"]["name"]
+        allocatable = resource_amounts((node.get("status") or {}).get("allocatable"))
+        requested = used.get(name, dict.fromkeys(RESOURCES, 0.0))
+        if all(allocatable[resource] - requested[resource] >= request[resource] - 1e-9 for resource in RESOURCES):
+            found.add(name)
+    return found
