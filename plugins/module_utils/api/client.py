@@ -326,7 +326,12 @@ class Client:
             node = self.to_dict(self.core.read_node(node["metadata"]["name"]))
 
     def list_all(self, list_method, page_size=500, **kwargs):
-        """Every item of a list call as plain dicts, fetched page by page.
+        """Every item of a list call as plain dicts, fetched page by page."""
+        return self.list_with_version(list_method, page_size, **kwargs)[0]
+
+    def list_with_version(self, list_method, page_size=500, **kwargs):
+        """Every item of a list call as plain dicts, fetched page by page, and the list's resourceVersion (where
+        a watch of the same scope starts).
 
         The API's JSON is read as it is: building the client's typed objects and turning them back into
         dicts cost seconds for a few thousand pods.
@@ -337,9 +342,10 @@ class Client:
             response = list_method(limit=page_size, _continue=token, _preload_content=False, **kwargs)
             page = json.loads(response.data)
             items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue")
             if not token:
-                return items
+                return items, metadata.get("resourceVersion")
 
     def list_custom(self, group, version, plural, page_size=500):
         """Every object of a cluster-scoped custom resource, fetched page by page; None when the API server

@@ -344,10 +344,8 @@ class EvictionRun:
         else:
             list_method, kwargs = self.client.policy.list_pod_disruption_budget_for_all_namespaces, {}
         deadline = self.clock() + timeout
-        listed = list_method(**kwargs)
-        pdbs = {(pdb["metadata"]["namespace"], pdb["metadata"]["name"]): pdb
-                for pdb in (self.client.to_dict(item) for item in listed.items)}
-        resource_version = listed.metadata.resource_version
+        listed, resource_version = self.client.list_with_version(list_method, **kwargs)
+        pdbs = {(pdb["metadata"]["namespace"], pdb["metadata"]["name"]): pdb for pdb in listed}
         while not self._release_allowed(refused, pdbs.values()):
             remaining = deadline - self.clock()
             if remaining <= 0:
@@ -408,9 +406,9 @@ class EvictionRun:
         pods, resource_version = {}, None
         while True:
             if resource_version is None:
-                listed = self.client.core.list_namespaced_pod(**scope)
-                pods = {pod["metadata"]["uid"]: pod for pod in (self.client.to_dict(item) for item in listed.items)}
-                resource_version = listed.metadata.resource_version
+                listed, resource_version = self.client.list_with_version(self.client.core.list_namespaced_pod,
+                                                                         **scope)
+                pods = {pod["metadata"]["uid"]: pod for pod in listed}
             ready = sum(1 for pod in pods.values() if is_ready(pod))
             remaining = deadline - self.clock()
             if ready >= desired or remaining <= 0:
