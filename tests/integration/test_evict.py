@@ -104,12 +104,18 @@ def test_pdb_allowing_one_disruption_drains_without_dropping_below_its_minimum(c
     assert watcher.min_ready["web"] >= 3
 
 
-def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluster, namespace, make_nodes, run_play,
-                                                                          test_id):
+def db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id):
+    """Two db pods on a node of their own under a PDB of maxUnavailable 0; returns that node."""
     (old,) = make_nodes(1, prefix="old")
     cluster.apps.create_namespaced_deployment(namespace, deployment("db", 2, {TEST_LABEL: test_id}))
     cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db-pdb", {"app": "db"}, max_unavailable=0))
     wait_until(lambda: running_pods(cluster, namespace, "app=db", 2), 60, "2 db pods")
+    return old
+
+
+def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluster, namespace, make_nodes, run_play,
+                                                                          test_id):
+    old = db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id)
     started = time.monotonic()
     play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 8}}])
     elapsed = time.monotonic() - started
@@ -128,10 +134,7 @@ def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluste
 
 def test_a_pod_its_pdb_refused_is_evicted_as_soon_as_the_pdb_allows_it(cluster, namespace, make_nodes, run_play,
                                                                        test_id):
-    (old,) = make_nodes(1, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 2, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db-pdb", {"app": "db"}, max_unavailable=0))
-    wait_until(lambda: running_pods(cluster, namespace, "app=db", 2), 60, "2 db pods")
+    old = db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id)
     make_nodes(1, prefix="new")
     cluster.kubectl("cordon", old)
     loosened = {}
