@@ -11,6 +11,8 @@ from kube import (
     bare_pod,
     daemon_set,
     deployment,
+    eviction_requests,
+    evictions_since,
     pdb,
     running_pods,
     stateful_set,
@@ -116,6 +118,7 @@ def db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id):
 def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluster, namespace, make_nodes, run_play,
                                                                           test_id):
     old = db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id)
+    before = eviction_requests(cluster)
     started = time.monotonic()
     play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 8}}])
     elapsed = time.monotonic() - started
@@ -128,6 +131,7 @@ def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluste
     assert {entry["outcome"] for entry in step["pods"]} == {"blocked"}
     # Refused once, each then waits on a watch of its PDB instead of asking again.
     assert [entry["attempts"] for entry in step["pods"]] == [1, 1]
+    assert evictions_since(cluster, before, "429") == 2, "the API server refused each pod once, no more"
     assert elapsed < 30
     assert len(running_pods(cluster, namespace, "app=db", 2)) == 2
 
@@ -144,6 +148,7 @@ def test_a_pod_its_pdb_refused_is_evicted_as_soon_as_the_pdb_allows_it(cluster, 
         loosened["at"] = time.monotonic()
 
     # Well after the refusals, and long before the 30 s a refused pod would otherwise wait to be asked again.
+    before = eviction_requests(cluster)
     timer = threading.Timer(8, loosen)
     timer.start()
     try:
@@ -155,6 +160,7 @@ def test_a_pod_its_pdb_refused_is_evicted_as_soon_as_the_pdb_allows_it(cluster, 
     step = play.steps[0]
     assert step["summary"]["evicted"] == 2
     assert sorted(entry["attempts"] for entry in step["pods"]) == [2, 2]
+    assert (evictions_since(cluster, before, "429"), evictions_since(cluster, before)) == (2, 2)
     assert finished - loosened["at"] < 15
 
 
