@@ -159,6 +159,18 @@ options:
     type: bool
     default: false
     version_added: 0.2.0
+  avoid_nodes:
+    description:
+      - Nodes the replacements of the evicted pods must not land on, for example the nodes a rotation
+        drains in its later batches. While the pods move, those that are Ready, uncordoned and have room for
+        the smallest of the pods carry the taint C(kubeops.io/rebalancing=true:NoSchedule), removed at the
+        end as with O(keep_zones). A replacement with no room elsewhere stays Pending meanwhile, and its
+        owner's budget holds the next eviction of it back.
+      - An empty name in it is refused before any request.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
   max_in_flight:
     description:
       - Evicted pods not yet gone, at most, at any time. At least 1.
@@ -305,7 +317,7 @@ nodes:
   elements: str
   sample: [ip-10-0-1-5.ec2.internal, ip-10-0-2-7.ec2.internal]
 steered_nodes:
-  description: The nodes steered away from with O(keep_zones), for the time of the call; empty without it.
+  description: The nodes steered away from with O(keep_zones) or O(avoid_nodes), for the time of the call; empty without them.
   returned: when not in check mode
   type: list
   elements: str
@@ -360,6 +372,7 @@ EVICT_ARGUMENT_SPEC = dict(
     evict_system_critical=dict(type="bool", default=False),
     skip_refused=dict(type="bool", default=False),
     keep_zones=dict(type="bool", default=False),
+    avoid_nodes=dict(type="list", elements="str", default=[]),
     max_in_flight=dict(type="int"),
     max_per_node=dict(type="int"),
     max_per_namespace=dict(type="int"),
@@ -378,6 +391,7 @@ def validated(params):
         names_error("namespaces", params["namespaces"], "namespace"),
         names_error("exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
         selector_error("pod_selector", params["pod_selector"]),
+        names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
         field_selector_error("field_selector", params["field_selector"]),
         *(number_error(name, params[name], 1)
           for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace")),
@@ -411,7 +425,7 @@ def main():
     def evict(client, settings):
         selection, options, eviction = settings
         return drain(client, selection, options, eviction, module.params["skip_refused"], module.check_mode,
-                     module.params["keep_zones"])
+                     module.params["keep_zones"], tuple(module.params["avoid_nodes"]))
 
     run_module(module, evict, validated)
 

@@ -112,8 +112,13 @@ options:
     default: 1
   avoid_nodes:
     description:
-      - Nodes the new pods must not land on (normally cordoned by then). After
-        each rollout the module reports any pod of the workload found on them.
+      - Nodes the new pods must not land on, for example the batch being drained (cordoned by then) and the
+        nodes a rotation drains in its later batches. While the pods move, those that are Ready, uncordoned
+        and have room for the smallest of the pod templates carry the taint
+        C(kubeops.io/rebalancing=true:NoSchedule), removed at the end as with O(keep_zones): a pod with no
+        room elsewhere waits Pending (warm nodes with placeholders are preempted first) rather than land
+        on a node that will be drained. Not when a DaemonSet is among the workloads, whose pods belong on every node.
+      - After each rollout the module reports any pod of the workload found on them.
     type: list
     elements: str
     default: []
@@ -212,7 +217,7 @@ summary:
   type: dict
   sample: {workloads: 3, restarted: 2, already_restarted: 1, done: 3}
 steered_nodes:
-  description: The nodes steered away from with O(keep_zones), for the time of the call; empty without it.
+  description: The nodes steered away from with O(keep_zones) or O(avoid_nodes), for the time of the call; empty without them.
   returned: always
   type: list
   elements: str

@@ -300,3 +300,32 @@ def test_skip_leaves_a_blocked_batch_cordoned_finishes_the_others_and_fails_nami
         assert len(report["batches"]) == 2, "the two other batches finished"
     finally:
         scenario.cleanup()
+
+
+def test_a_restart_goes_to_the_warm_room_not_to_the_empty_nodes_of_a_later_batch(cluster, test_id, tmp_path):
+    # The warm nodes are full of placeholders and the later batch's nodes are empty: a scheduler asked only not
+    # to prefer those nodes takes them rather than preempt a placeholder, and the next batch would then find
+    # pods of a workload this rotation has already restarted.
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    scenario = Scenario(cluster, test_id, {"zone-a": 4})
+    try:
+        scenario.create_nodes()
+        full, empty = sorted(scenario.old_nodes)[:2], sorted(scenario.old_nodes)[2:]
+        for name in empty:
+            cluster.core.patch_node(name, {"spec": {"unschedulable": True}})
+        guard = deployment("guard", 4, {}, annotations={DO_NOT_DISRUPT: "true"})
+        # 4 x 1 cpu: exactly one warm node of 4 cpu, which its placeholders fill.
+        guard["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+        scenario.add("Deployment", guard, 4)
+        for name in empty:
+            cluster.core.patch_node(name, {"spec": {"unschedulable": False}})
+        with RestartWatcher(scenario) as restarts:
+            completed = scenario.rotate(str(tmp_path), {"rotate_nodes_most_disruptive": "first"})
+        assert completed.returncode == 0, completed.stdout[-6000:]
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert [sorted(batch["nodes"]) for batch in report["batches"]] == [full, empty]
+        assert restarts.restarts() == {"Deployment/guard": 1}
+        assert scenario.ready("guard") == 4 and scenario.remaining_old_nodes() == []
+    finally:
+        scenario.cleanup()

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, select_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import keeping_zones, zones_of_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
+    steering_while_moving,
+    zones_of_nodes,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
     EvictionRun,
     summarize_entries,
@@ -53,12 +56,13 @@ def remaining_on_nodes(client, node_names, options):
     return left_behind(judge_all(pods, options))
 
 
-def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False):
+def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,
+          avoid_nodes=()):
     """Select, judge and (unless ``check_mode``) evict; returns the result.
 
-    With ``keep_zones``, the nodes outside the zones of the selected nodes
-    are steered away from (engine.steering) while the pods leave, so that
-    their replacements stay in their zone where it has room.
+    While the pods leave, the replacements are kept off ``avoid_nodes`` and, with ``keep_zones``, steered
+    away from the nodes outside the zones of the selected nodes, so that they stay in their zone where it
+    has room (engine.steering).
 
     Raises Blocked when pods are refused (nothing evicted) or evictions
     failed, TimedOut at the deadline; both carry the result.
@@ -79,7 +83,7 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
     zones = zones_of_nodes(client, node_names) if keep_zones and node_names else set()
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
-    with keeping_zones(client, zones, node_names, leaving) as steered:
+    with steering_while_moving(client, avoid_nodes, zones, leaving) as steered:
         states = run.run(plans, node_names)
     result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))

@@ -19,7 +19,10 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     kind_api,
     read_workload,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import keeping_zones, zones_of_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
+    steering_while_moving,
+    zones_of_nodes,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of
@@ -213,20 +216,21 @@ def find_workloads(client, settings):
     return [RestartProgress(workload, sorted(pods)) for workload, pods in sorted(found.items())]
 
 
-def workload_zones(client, workloads):
-    """The zones where the pods of the workloads (RestartProgress) run now, and the smallest request of
-    their pod templates (plan.capacity.smallest_request)."""
+def moving_pods(client, workloads, with_zones):
+    """The smallest request of the workloads' pod templates (plan.capacity.smallest_request) and, ``with_zones``,
+    the zones where their pods run now."""
     nodes = set()
     requests = []
     for progress in workloads:
         obj = read_workload(client, progress.workload)
         if obj:
             spec = obj.get("spec") or {}
-            pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
-                                   label_selector=selector_text(spec.get("selector")))
-            nodes.update(node_of(pod) for pod in pods if node_of(pod))
             requests.append(pod_requests(spec.get("template") or {}))
-    return zones_of_nodes(client, sorted(nodes)), smallest_request(requests)
+            if with_zones:
+                pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
+                                       label_selector=selector_text(spec.get("selector")))
+                nodes.update(node_of(pod) for pod in pods if node_of(pod))
+    return smallest_request(requests), zones_of_nodes(client, sorted(nodes)) if nodes else set()
 
 
 def restart_workloads(client, settings, check_mode=False):
@@ -238,8 +242,12 @@ def restart_workloads(client, settings, check_mode=False):
     runner = RolloutRestart(client, settings.restart_id, settings.restarted_after, settings.wait,
                             settings.avoid_nodes, settings.max_concurrent)
     workloads = find_workloads(client, settings)
-    zones, request = workload_zones(client, workloads) if settings.keep_zones and not check_mode else (set(), None)
-    with keeping_zones(client, zones, settings.avoid_nodes, request) as steered:
+    # A DaemonSet's pods belong on every node: kept off some, its rollout would wait for them until the timeout.
+    avoid = () if any(progress.workload.kind == "DaemonSet" for progress in workloads) else settings.avoid_nodes
+    request, zones = None, set()
+    if (avoid or settings.keep_zones) and workloads and not check_mode:
+        request, zones = moving_pods(client, workloads, settings.keep_zones)
+    with steering_while_moving(client, avoid if not check_mode else (), zones, request) as steered:
         entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
     summary = {"workloads": len(entries)}
     for entry in entries:

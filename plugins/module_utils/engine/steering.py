@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """Steering the scheduler with the temporary ``kubeops.io/rebalancing`` taint: towards the planned nodes
-in a rebalance pass, and towards the zone a pod leaves while a rotation moves it."""
+in a rebalance pass, and, while a rotation moves pods, away from the nodes it drains later and towards the
+zone a pod leaves."""
 
 from __future__ import annotations
 
@@ -50,30 +51,43 @@ def zones_of_nodes(client, names):
 
 
 @contextlib.contextmanager
-def keeping_zones(client, zones, exclude_nodes=(), request=None):
-    """While the block runs, the Ready, uncordoned nodes outside ``zones`` (and not in ``exclude_nodes``)
-    carry the steering taint (PreferNoSchedule), so that the pods replaced meanwhile come back in their
-    own zone when it has room; yields the steered node names. Taints a killed run left are removed first.
-    With no zone nothing is read or steered.
+def steering_while_moving(client, avoid_nodes=(), zones=(), request=None):
+    """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
+    yields the steered node names. On the Ready, uncordoned nodes only:
 
-    With ``request`` (plan.capacity.smallest_request of the pods that will move), only the nodes with
-    room for it now are steered: a full node takes none of them anyway, and a large cluster would
-    otherwise be patched node by node, twice, for every step.
+    - those of ``avoid_nodes`` carry it with NoSchedule, so that nothing that moves lands there (the nodes
+      a rotation drains in a later batch: a scheduler asked only not to prefer them takes an empty one
+      rather than preempt a warm node's placeholder);
+    - with ``zones``, those outside them carry it with PreferNoSchedule, so that the replacements come back
+      in their own zone when it has room (its default spreading would otherwise even them out).
+
+    With ``request`` (plan.capacity.smallest_request of the pods that will move), only the nodes with room
+    for it now are steered: a full node takes none of them anyway, and a large cluster would otherwise be
+    patched node by node, twice, for every step. Taints a killed run left are removed first. With neither
+    nodes to avoid nor zones nothing is read or steered.
     """
-    if not zones:
+    avoided = set(avoid_nodes or ())
+    if not avoided and not zones:
         yield []
         return
     nodes = client.list_all(client.core.list_node)
-    excluded = set(exclude_nodes or ())
-    candidates = [node for node in nodes if zone_of(node) and zone_of(node) not in zones and is_ready(node)
-                  and not is_cordoned(node) and node_name(node) not in excluded]
-    if request and candidates:
-        roomy = nodes_with_room(candidates, client.list_all(client.core.list_pod_for_all_namespaces), request)
-        candidates = [node for node in candidates if node_name(node) in roomy]
-    steered = sorted(node_name(node) for node in candidates)
-    set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in steered], None)
+    effects = {}
+    for node in nodes:
+        if not is_ready(node) or is_cordoned(node):
+            continue
+        if node_name(node) in avoided:
+            effects[node_name(node)] = "NoSchedule"
+        elif zones and zone_of(node) and zone_of(node) not in zones:
+            effects[node_name(node)] = "PreferNoSchedule"
+    if request and effects:
+        roomy = nodes_with_room([node for node in nodes if node_name(node) in effects],
+                                client.list_all(client.core.list_pod_for_all_namespaces), request)
+        effects = {name: effect for name, effect in effects.items() if name in roomy}
+    set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in effects], None)
+    steered = sorted(effects)
     try:
-        set_steering(client, candidates, "PreferNoSchedule")
+        for effect in ("NoSchedule", "PreferNoSchedule"):
+            set_steering(client, [node for node in nodes if effects.get(node_name(node)) == effect], effect)
         yield steered
     finally:
         clear_steering(client, steered)
