@@ -115,7 +115,7 @@ options:
       - Nodes the new pods must not land on, for example the batch being drained (cordoned by then) and the
         nodes a rotation drains in its later batches. While the pods move, those that are Ready, uncordoned
         and have room for the smallest of the pod templates carry the taint
-        C(kubeops.io/rebalancing=true:NoSchedule), removed at the end as with O(keep_zones): a pod with no
+        C(kubeops.io/rebalancing=true:NoSchedule), removed at the end as with O(keep_zones); a pod with no
         room elsewhere waits Pending (warm nodes with placeholders are preempted first) rather than land
         on a node that will be drained. Not when a DaemonSet is among the workloads, whose pods belong on every node.
       - After each rollout the module reports any pod of the workload found on them.
