@@ -25,7 +25,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering i
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
@@ -217,20 +217,20 @@ def find_workloads(client, settings):
 
 
 def moving_pods(client, workloads, with_zones):
-    """The smallest request of the workloads' pod templates (plan.capacity.smallest_request) and, ``with_zones``,
-    the zones where their pods run now."""
-    nodes = set()
-    requests = []
+    """What a restart of the workloads moves: the smallest request of their pod templates
+    (plan.capacity.smallest_request), the keys of their pods now, and, ``with_zones``, the zones those run in."""
+    nodes, requests, pod_keys = set(), [], []
     for progress in workloads:
         obj = read_workload(client, progress.workload)
         if obj:
             spec = obj.get("spec") or {}
             requests.append(pod_requests(spec.get("template") or {}))
-            if with_zones:
-                pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
-                                       label_selector=selector_text(spec.get("selector")))
-                nodes.update(node_of(pod) for pod in pods if node_of(pod))
-    return smallest_request(requests), zones_of_nodes(client, sorted(nodes)) if nodes else set()
+            pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
+                                   label_selector=selector_text(spec.get("selector")))
+            pod_keys.extend(pod_key(pod) for pod in pods)
+            nodes.update(node_of(pod) for pod in pods if node_of(pod))
+    zones = zones_of_nodes(client, sorted(nodes)) if with_zones and nodes else set()
+    return smallest_request(requests), pod_keys, zones
 
 
 def restart_workloads(client, settings, check_mode=False):
@@ -244,10 +244,10 @@ def restart_workloads(client, settings, check_mode=False):
     workloads = find_workloads(client, settings)
     # A DaemonSet's pods belong on every node: kept off some, its rollout would wait for them until the timeout.
     avoid = () if any(progress.workload.kind == "DaemonSet" for progress in workloads) else settings.avoid_nodes
-    request, zones = None, set()
+    request, leaving, zones = None, [], set()
     if (avoid or settings.keep_zones) and workloads and not check_mode:
-        request, zones = moving_pods(client, workloads, settings.keep_zones)
-    with steering_while_moving(client, avoid if not check_mode else (), zones, request) as steered:
+        request, leaving, zones = moving_pods(client, workloads, settings.keep_zones)
+    with steering_while_moving(client, avoid if not check_mode else (), zones, request, leaving) as steered:
         entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
     summary = {"workloads": len(entries)}
     for entry in entries:

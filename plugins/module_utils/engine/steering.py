@@ -17,6 +17,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
     node_name,
     zone_of,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_with_room
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
     is_steered,
@@ -51,7 +52,7 @@ def zones_of_nodes(client, names):
 
 
 @contextlib.contextmanager
-def steering_while_moving(client, avoid_nodes=(), zones=(), request=None):
+def steering_while_moving(client, avoid_nodes=(), zones=(), request=None, leaving=()):
     """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
     yields the steered node names. On the Ready, uncordoned nodes only:
 
@@ -62,9 +63,10 @@ def steering_while_moving(client, avoid_nodes=(), zones=(), request=None):
       in their own zone when it has room (its default spreading would otherwise even them out).
 
     With ``request`` (plan.capacity.smallest_request of the pods that will move), only the nodes with room
-    for it now are steered: a full node takes none of them anyway, and a large cluster would otherwise be
-    patched node by node, twice, for every step. Taints a killed run left are removed first. With neither
-    nodes to avoid nor zones nothing is read or steered.
+    for it are steered: a full node takes none of them anyway, and a large cluster would otherwise be
+    patched node by node, twice, for every step. The pods ``leaving`` (pod keys: a restarted workload's old
+    pods, wherever they run) free their room as they go, so it counts as free. Taints a killed run left
+    are removed first. With neither nodes to avoid nor zones nothing is read or steered.
     """
     avoided = set(avoid_nodes or ())
     if not avoided and not zones:
@@ -80,8 +82,9 @@ def steering_while_moving(client, avoid_nodes=(), zones=(), request=None):
         elif zones and zone_of(node) and zone_of(node) not in zones:
             effects[node_name(node)] = "PreferNoSchedule"
     if request and effects:
-        roomy = nodes_with_room([node for node in nodes if node_name(node) in effects],
-                                client.list_all(client.core.list_pod_for_all_namespaces), request)
+        gone = set(leaving)
+        staying = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces) if pod_key(pod) not in gone]
+        roomy = nodes_with_room([node for node in nodes if node_name(node) in effects], staying, request)
         effects = {name: effect for name, effect in effects.items() if name in roomy}
     set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in effects], None)
     steered = sorted(effects)
