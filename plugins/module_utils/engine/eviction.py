@@ -5,7 +5,8 @@
 """The guarded eviction engine: the one path by which the collection removes pods.
 
 ``EvictionRun`` carries out judged pods (plan.filters): Eviction API only
-(PDBs are enforced by the API server), a pod its PDB refused retried when a
+(PDBs are enforced by the API server; read once before the first pass, they
+hold back the pods they do not allow), a pod its PDB refused retried when a
 watch of the PDBs shows the disruption allowed (other 429s after a jittered
 backoff) until a deadline, limits on evictions in flight, waiting for pods to
 be gone by watching, and a failure that names what blocked. Events and progress leave it
@@ -135,6 +136,7 @@ class EvictionRun:
         queue = [state for state in states if state.outcome == "pending"]
         for hook in self.hooks:
             hook.run_started(nodes, len(queue))
+        self._hold_what_pdbs_refuse(queue)
         resource_version = self._resource_version(queue + list(in_flight.values()))
         if in_flight:
             list_method, kwargs = self._scope(list(in_flight.values()))
@@ -171,6 +173,25 @@ class EvictionRun:
                 hook.run_finished(nodes, self.evictions)
         self.elapsed = round(self.clock() - started, 2)
         return states
+
+    def _hold_what_pdbs_refuse(self, queue):
+        """Before the first pass, read the PDBs once: the pods they do not allow now wait on their watch, as
+        after a refusal, without asking the API server to refuse each of them first. A pod under several PDBs
+        is asked, so that the Eviction API's refusal of it is reported at once."""
+        evicting = [state for state in queue
+                    if state.plan.verdict.action == "evict" and not self.settings.disable_eviction]
+        if not evicting:
+            return
+        pdbs = self._pdbs_of({state.namespace for state in evicting})
+        if not pdbs:
+            return
+        allowed = {pod["metadata"]["uid"] for pod in allowed_now([state.pod for state in evicting], pdbs)}
+        now = self.clock()
+        for state in evicting:
+            if state.pod["metadata"]["uid"] not in allowed and len(pdbs_for(state.pod, pdbs)) == 1:
+                state.refused_by_pdb = True
+                state.next_try = now + PDB_RECHECK
+                state.detail = "waiting: its PDB allows no disruption now"
 
     def _budget_spent(self):
         limit = self.settings.limits.max_evictions
@@ -239,7 +260,7 @@ class EvictionRun:
                 return "done"
             state.outcome = "failed"
             if exc.status == 500 and "DisruptionBudget" in message:
-                state.pdbs = [describe_pdb(pdb) for pdb in pdbs_for(state.pod, self._pdbs(state.namespace))]
+                state.pdbs = [describe_pdb(pdb) for pdb in pdbs_for(state.pod, self._pdbs_of({state.namespace}))]
                 state.detail = "selected by several PDBs, which the Eviction API refuses: %s" % "; ".join(state.pdbs)
             else:
                 state.detail = message
@@ -337,12 +358,7 @@ class EvictionRun:
         waited for; then a watch from it. Each allowed disruption goes to one
         pod, so that pods do not race for it and are refused again.
         """
-        namespaces = {state.namespace for state in refused}
-        if len(namespaces) == 1:
-            list_method = self.client.policy.list_namespaced_pod_disruption_budget
-            kwargs = {"namespace": namespaces.pop()}
-        else:
-            list_method, kwargs = self.client.policy.list_pod_disruption_budget_for_all_namespaces, {}
+        list_method, kwargs = self._pdb_scope({state.namespace for state in refused})
         deadline = self.clock() + timeout
         listed, resource_version = self.client.list_with_version(list_method, **kwargs)
         pdbs = {(pdb["metadata"]["namespace"], pdb["metadata"]["name"]): pdb for pdb in listed}
@@ -362,6 +378,16 @@ class EvictionRun:
                         return
             except WatchExpired:
                 return  # the loop lists again on its next wait
+
+    def _pdb_scope(self, namespaces):
+        """Where to list and watch the PDBs of pods in ``namespaces``: one namespace, or everything."""
+        if len(namespaces) == 1:
+            return self.client.policy.list_namespaced_pod_disruption_budget, {"namespace": next(iter(namespaces))}
+        return self.client.policy.list_pod_disruption_budget_for_all_namespaces, {}
+
+    def _pdbs_of(self, namespaces):
+        list_method, kwargs = self._pdb_scope(namespaces)
+        return self.client.list_all(list_method, **kwargs)
 
     def _release_allowed(self, refused, pdbs):
         """Make the refused pods the PDBs now allow due at once; whether there were any."""
@@ -459,9 +485,6 @@ class EvictionRun:
 
     # -- reports ----------------------------------------------------------
 
-    def _pdbs(self, namespace):
-        return self.client.list_all(self.client.policy.list_namespaced_pod_disruption_budget, namespace=namespace)
-
     def _explain_blocked(self, states):
         by_namespace = {}
         for state in states:
@@ -469,10 +492,10 @@ class EvictionRun:
                 state.outcome, state.detail = "terminating", "evicted but still terminating at the deadline"
                 continue
             if state.namespace not in by_namespace:
-                by_namespace[state.namespace] = self._pdbs(state.namespace)
+                by_namespace[state.namespace] = self._pdbs_of({state.namespace})
             blocking = pdbs_for(state.pod, by_namespace[state.namespace])
             state.pdbs = [describe_pdb(pdb) for pdb in blocking]
-            if state.attempts and blocking:
+            if (state.attempts or state.refused_by_pdb) and blocking:
                 state.outcome = "blocked"
                 state.detail = "blocked by " + "; ".join(state.pdbs)
             elif state.outcome == "pending" and not state.detail:
