@@ -3,9 +3,11 @@ from __future__ import annotations
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
     is_steered,
     steering_patch,
+    steering_while_moving_effects,
+    with_room,
     without_steering,
 )
-from builders import node
+from builders import node, pod
 
 OTHER = {"key": "gpu", "effect": "NoSchedule"}
 STEERING = {"key": "kubeops.io/rebalancing", "value": "true", "effect": "PreferNoSchedule"}
@@ -41,3 +43,29 @@ def test_steering_patch_adds_and_removes_only_its_own_taint_guarded_by_the_resou
 def test_steering_patch_changes_the_effect_of_an_existing_steering_taint():
     hard = steering_patch(node(taints=[STEERING, OTHER]), "NoSchedule")
     assert hard[1] == {"op": "add", "path": "/spec/taints", "value": [OTHER, dict(STEERING, effect="NoSchedule")]}
+
+
+def test_while_pods_move_the_nodes_to_avoid_are_closed_and_the_other_zones_only_less_preferred():
+    nodes = [node("later-a", zone="a"), node("later-b", zone="b"), node("stay-a", zone="a"), node("stay-b", zone="b"),
+             node("no-zone"), node("cordoned", zone="b", unschedulable=True), node("down", zone="b", ready="False"),
+             node("leaving", zone="a", unschedulable=True)]
+    avoid = ["later-a", "later-b", "cordoned", "down"]
+    assert steering_while_moving_effects(nodes, avoid, ["leaving"]) == {
+        "later-a": "NoSchedule", "later-b": "NoSchedule", "stay-b": "PreferNoSchedule"}
+    assert steering_while_moving_effects(nodes, avoid) == {"later-a": "NoSchedule", "later-b": "NoSchedule"}
+    assert steering_while_moving_effects(nodes, (), ["leaving", "no-zone", "gone"]) == {
+        "later-b": "PreferNoSchedule", "stay-b": "PreferNoSchedule"}
+    # Pods leaving nodes of every zone, or of none: no zone is another's.
+    assert steering_while_moving_effects(nodes, (), ["stay-a", "stay-b"]) == {}
+    assert steering_while_moving_effects(nodes, (), ["no-zone"]) == {}
+
+
+def test_only_nodes_with_room_are_steered_counting_the_room_the_leaving_pods_free():
+    nodes = [node("full", cpu="1"), node("roomy", cpu="1")]
+    pods = [pod("old-%d" % index, node_name="full", cpu="250m") for index in range(4)]
+    effects = {"full": "NoSchedule", "roomy": "NoSchedule"}
+    request = {"cpu": 0.25, "memory": 0.0, "pods": 1}
+    assert with_room(effects, nodes, pods, request) == {"roomy": "NoSchedule"}
+    # A restart replaces old-0 wherever it runs: its room on the full node opens while the new pods are placed.
+    assert with_room(effects, nodes, pods, request, leaving=["ns/old-0"]) == effects
+    assert with_room(effects, nodes, pods, dict(request, cpu=0.5), leaving=["ns/old-0"]) == {"roomy": "NoSchedule"}

@@ -10,10 +10,7 @@ from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, select_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
-    steering_while_moving,
-    zones_of_nodes,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
     EvictionRun,
     summarize_entries,
@@ -81,9 +78,8 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0)
         return result
     run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
-    zones = zones_of_nodes(client, node_names) if keep_zones and node_names else set()
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
-    with steering_while_moving(client, avoid_nodes, zones, leaving) as steered:
+    with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving) as steered:
         states = run.run(plans, node_names)
     result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))

@@ -19,10 +19,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     kind_api,
     read_workload,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
-    steering_while_moving,
-    zones_of_nodes,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
@@ -216,9 +213,9 @@ def find_workloads(client, settings):
     return [RestartProgress(workload, sorted(pods)) for workload, pods in sorted(found.items())]
 
 
-def moving_pods(client, workloads, with_zones):
+def moving_pods(client, workloads):
     """What a restart of the workloads moves: the smallest request of their pod templates
-    (plan.capacity.smallest_request), the keys of their pods now, and, ``with_zones``, the zones those run in."""
+    (plan.capacity.smallest_request), and the keys of their pods now and the nodes those run on."""
     nodes, requests, pod_keys = set(), [], []
     for progress in workloads:
         obj = read_workload(client, progress.workload)
@@ -229,8 +226,7 @@ def moving_pods(client, workloads, with_zones):
                                    label_selector=selector_text(spec.get("selector")))
             pod_keys.extend(pod_key(pod) for pod in pods)
             nodes.update(node_of(pod) for pod in pods if node_of(pod))
-    zones = zones_of_nodes(client, sorted(nodes)) if with_zones and nodes else set()
-    return smallest_request(requests), pod_keys, zones
+    return smallest_request(requests), pod_keys, sorted(nodes)
 
 
 def restart_workloads(client, settings, check_mode=False):
@@ -244,10 +240,11 @@ def restart_workloads(client, settings, check_mode=False):
     workloads = find_workloads(client, settings)
     # A DaemonSet's pods belong on every node: kept off some, its rollout would wait for them until the timeout.
     avoid = () if any(progress.workload.kind == "DaemonSet" for progress in workloads) else settings.avoid_nodes
-    request, leaving, zones = None, [], set()
+    request, leaving, nodes = None, [], []
     if (avoid or settings.keep_zones) and workloads and not check_mode:
-        request, leaving, zones = moving_pods(client, workloads, settings.keep_zones)
-    with steering_while_moving(client, avoid if not check_mode else (), zones, request, leaving) as steered:
+        request, leaving, nodes = moving_pods(client, workloads)
+    keep_zones_of = nodes if settings.keep_zones else ()
+    with steering_while_moving(client, avoid if not check_mode else (), keep_zones_of, request, leaving) as steered:
         entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
     summary = {"workloads": len(entries)}
     for entry in entries:

@@ -11,17 +11,12 @@ from __future__ import annotations
 import contextlib
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
-    is_cordoned,
-    is_ready,
-    node_name,
-    zone_of,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_with_room
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
     is_steered,
     steering_patch,
+    steering_while_moving_effects,
+    with_room,
 )
 
 
@@ -45,47 +40,32 @@ def clear_steering(client, names):
                               if node_name(node) in wanted and is_steered(node)], None)
 
 
-def zones_of_nodes(client, names):
-    """The zones of the nodes ``names`` that exist and have one."""
-    nodes, _missing = client.read_nodes(names)
-    return {zone_of(node) for node in nodes} - {None}
-
-
 @contextlib.contextmanager
-def steering_while_moving(client, avoid_nodes=(), zones=(), request=None, leaving=()):
+def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None, leaving=()):
     """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
     yields the steered node names. On the Ready, uncordoned nodes only:
 
     - those of ``avoid_nodes`` carry it with NoSchedule, so that nothing that moves lands there (the nodes
       a rotation drains in a later batch: a scheduler asked only not to prefer them takes an empty one
       rather than preempt a warm node's placeholder);
-    - with ``zones``, those outside them carry it with PreferNoSchedule, so that the replacements come back
-      in their own zone when it has room (its default spreading would otherwise even them out).
+    - with ``keep_zones_of`` (the nodes the pods leave, or run on now), those outside the zones of these
+      carry it with PreferNoSchedule, so that the replacements come back in their own zone when it has room
+      (its default spreading would otherwise even them out).
 
     With ``request`` (plan.capacity.smallest_request of the pods that will move), only the nodes with room
     for it are steered: a full node takes none of them anyway, and a large cluster would otherwise be
     patched node by node, twice, for every step. The pods ``leaving`` (pod keys: a restarted workload's old
     pods, wherever they run) free their room as they go, so it counts as free. Taints a killed run left
-    are removed first. With neither nodes to avoid nor zones nothing is read or steered.
+    are removed first. One list of the nodes (and one of the pods, with ``request``) serves it all; with
+    neither nodes to avoid nor zones to keep nothing is read or steered.
     """
-    avoided = set(avoid_nodes or ())
-    if not avoided and not zones:
+    if not avoid_nodes and not keep_zones_of:
         yield []
         return
     nodes = client.list_all(client.core.list_node)
-    effects = {}
-    for node in nodes:
-        if not is_ready(node) or is_cordoned(node):
-            continue
-        if node_name(node) in avoided:
-            effects[node_name(node)] = "NoSchedule"
-        elif zones and zone_of(node) and zone_of(node) not in zones:
-            effects[node_name(node)] = "PreferNoSchedule"
+    effects = steering_while_moving_effects(nodes, avoid_nodes, keep_zones_of)
     if request and effects:
-        gone = set(leaving)
-        staying = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces) if pod_key(pod) not in gone]
-        roomy = nodes_with_room([node for node in nodes if node_name(node) in effects], staying, request)
-        effects = {name: effect for name, effect in effects.items() if name in roomy}
+        effects = with_room(effects, nodes, client.list_all(client.core.list_pod_for_all_namespaces), request, leaving)
     set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in effects], None)
     steered = sorted(effects)
     try:

@@ -7,8 +7,16 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import STEERING_TAINT_KEY
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import taints_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
+    is_cordoned,
+    is_ready,
+    node_name,
+    taints_of,
+    zone_of,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.patches import guarded
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_with_room
 
 
 def is_steered(node):
@@ -30,3 +38,30 @@ def steering_patch(node, effect):
     if effect:
         wanted.append({"key": STEERING_TAINT_KEY, "value": "true", "effect": effect})
     return guarded(node, [{"op": "add", "path": "/spec/taints", "value": wanted}] if wanted != taints else [])
+
+
+def steering_while_moving_effects(nodes, avoid_nodes=(), keep_zones_of=()):
+    """Node name -> the effect of its steering taint while pods move, on the Ready, uncordoned ``nodes`` only:
+    NoSchedule for those of ``avoid_nodes``; PreferNoSchedule for the others that are in a zone, but not in
+    one of the nodes ``keep_zones_of`` (the nodes the pods leave, or run on now). Pure."""
+    avoided = set(avoid_nodes)
+    keep = set(keep_zones_of)
+    zones = {zone_of(node) for node in nodes if node_name(node) in keep} - {None}
+    effects = {}
+    for node in nodes:
+        if not is_ready(node) or is_cordoned(node):
+            continue
+        if node_name(node) in avoided:
+            effects[node_name(node)] = "NoSchedule"
+        elif zones and zone_of(node) and zone_of(node) not in zones:
+            effects[node_name(node)] = "PreferNoSchedule"
+    return effects
+
+
+def with_room(effects, nodes, pods, request, leaving=()):
+    """The ``effects`` of the nodes with room for ``request`` (plan.capacity.smallest_request) once the pods
+    ``leaving`` (pod keys) are gone: a node without it takes none of the pods that move. Pure."""
+    gone = set(leaving)
+    staying = [pod for pod in pods if pod_key(pod) not in gone]
+    roomy = nodes_with_room([node for node in nodes if node_name(node) in effects], staying, request)
+    return {name: effect for name, effect in effects.items() if name in roomy}
