@@ -239,12 +239,13 @@ def restart_workloads(client, settings, check_mode=False):
                             settings.avoid_nodes, settings.max_concurrent)
     workloads = find_workloads(client, settings)
     # A DaemonSet's pods belong on every node: kept off some, its rollout would wait for them until the timeout.
-    avoid = () if any(progress.workload.kind == "DaemonSet" for progress in workloads) else settings.avoid_nodes
+    daemons = any(progress.workload.kind == "DaemonSet" for progress in workloads)
+    avoid = () if check_mode or daemons else settings.avoid_nodes
+    keep_zones = settings.keep_zones and not check_mode
     request, leaving, nodes = None, [], []
-    if (avoid or settings.keep_zones) and workloads and not check_mode:
+    if (avoid or keep_zones) and workloads:
         request, leaving, nodes = moving_pods(client, workloads)
-    keep_zones_of = nodes if settings.keep_zones else ()
-    with steering_while_moving(client, avoid if not check_mode else (), keep_zones_of, request, leaving) as steered:
+    with steering_while_moving(client, avoid, nodes if keep_zones else (), request, leaving) as steered:
         entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
     summary = {"workloads": len(entries)}
     for entry in entries:
