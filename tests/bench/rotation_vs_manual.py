@@ -86,8 +86,8 @@ and for the manual sequence, its kubectl commands per batch and the seconds of
 each step. Printed: a line per run, then per tool the medians with ratios to
 ours, ours' batches, and the restarts per workload. Written: --json (default
 .cache/bench-rotation-vs-manual.json, with --quick ...-quick.json), every
-tool's output, ours' report and junit files in
-.cache/bench-rotation-vs-manual-logs. --quick (5 nodes of 3 pods, so one node
+tool's output, ours' report and junit files (and with --profile its modules' cProfile
+files) in .cache/bench-rotation-vs-manual-logs. --quick (5 nodes of 3 pods, so one node
 rotated in one batch, 1 trial, no idle window) is a smoke run: it exits 1 when a tool failed, a pod or an old
 node was left, the cluster did not settle, ours crossed a PDB, restarted a
 workload twice or did not do what its plan said; it is not a timing test.
@@ -120,6 +120,7 @@ from bench_cluster import ClusterBench, fmt, median  # noqa: E402
 from ansible_run import INSTALLED_COLLECTIONS, REPO  # noqa: E402
 from demo import RotationScenario, report_problems  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
+from module_profiles import print_report, profiling_interpreter, summarize as summarize_profiles  # noqa: E402
 from kube import PAUSE, daemon_set, deployment, is_ready, pdb, stateful_set, workload_templates  # noqa: E402
 from side_by_side import (KUBECTL_AGENT, OURS_AGENT, DeletionWatcher, add_ratios, collection_version,  # noqa: E402
                           kubectl_version, measured, per_moved_pod, trial_order)
@@ -412,7 +413,12 @@ def is_daemon_pod(pod):
 
 class Bench(ClusterBench):
     """The contenders: each returns its completed process (the failed one when it fails) and writes its output
-    to ``log``; ``details`` receives what it says about itself (per batch)."""
+    to ``log``; ``details`` receives what it says about itself (per batch). With ``profile``, ours runs each
+    module call under cProfile (module_profiles), its profiles in ``details["profile_dir"]``."""
+
+    def __init__(self, kubeconfig, work_dir, audit_log=None, profile=False):
+        super().__init__(kubeconfig, work_dir, audit_log)
+        self.profile = profile
 
     def ours(self, scenario, log, details):
         run_dir = os.path.join(self.work_dir, scenario.id)
@@ -421,7 +427,13 @@ class Bench(ClusterBench):
         os.makedirs(run_dir, exist_ok=True)
         os.makedirs(junit_dir)
         enabled = [name for name in os.environ.get("ANSIBLE_CALLBACKS_ENABLED", "").split(",") if name.strip()]
-        completed = scenario.run_rotation(run_dir, environment={
+        extra = {}
+        if self.profile:
+            details["profile_dir"] = os.path.join(LOGS, scenario.id + "-profiles")
+            shutil.rmtree(details["profile_dir"], ignore_errors=True)
+            extra["ansible_python_interpreter"] = profiling_interpreter(
+                sys.executable, details["profile_dir"], os.path.join(run_dir, "python-profiled"))
+        completed = scenario.run_rotation(run_dir, extra, environment={
             "ANSIBLE_CALLBACKS_ENABLED": ",".join(enabled + ["ansible.builtin.junit"]),
             "JUNIT_OUTPUT_DIR": junit_dir, "JUNIT_HIDE_TASK_ARGUMENTS": "true"})
         log.write(completed.stdout + completed.stderr)
@@ -616,6 +628,8 @@ def run_once(bench, tool, trial, args):
         problems.append("old nodes left: %s" % ", ".join(result["rotated_left"]))
     if tool == OURS:
         read_ours(result, details, problems)
+        if details.get("profile_dir"):
+            result["profiles"] = summarize_profiles(details["profile_dir"])
         if result["violations"]:
             problems.append("a PDB minimum was crossed: fewest Ready %s" % result["min_ready"])
         twice = {key: count for key, count in result["restarts"].items() if count > 1}
@@ -732,6 +746,9 @@ def parse_args(argv=None):
     parser.add_argument("--json", help="where the results go (default %s, --quick %s)" % (
         os.path.relpath(RESULTS, REPO), os.path.relpath(QUICK_RESULTS, REPO)))
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 nodes, 3 slots, 1 trial")
+    parser.add_argument("--profile", action="store_true", help="run ours' module calls under cProfile and print where "
+                        "their time goes, per module (tests/bench/module_profiles.py); the profiler slows our "
+                        "Python down, so time such runs apart from the others")
     args = parser.parse_args(argv)
     defaults = {"nodes": 5, "slots": 3, "batch_size": 1, "trials": 1, "idle": 0, "json": QUICK_RESULTS} \
         if args.quick else {"nodes": 20, "slots": 5, "batch_size": 2, "trials": 3, "idle": 5, "json": RESULTS}
@@ -760,7 +777,7 @@ def main(argv=None):
                              python=sys.executable, api_qps=args.api_qps)
     runs = {tool: [] for tool in args.tools}
     try:
-        bench = Bench(state["kubeconfig"], work_dir, state["audit_log"])
+        bench = Bench(state["kubeconfig"], work_dir, state["audit_log"], args.profile)
         # kubectl's discovery cache, filled once, as an operator's ~/.kube/cache is.
         subprocess.run([local_cluster.binary("kubectl"), "--kubeconfig", bench.kubeconfig, "--cache-dir",
                         os.path.join(work_dir, "kubectl-cache"), "api-resources"], capture_output=True, check=False)
@@ -780,6 +797,10 @@ def main(argv=None):
               args.nodes, args.slots, rotated, args.batch_size, args.trials, "net" if args.idle else "all"))
     print_table(summaries)
     print_details(summaries)
+    for result in runs.get(OURS, []):
+        if result.get("profiles"):
+            print("\n%s, where its module calls' time goes (cProfile; profiles in %s):" % (result["scenario"], LOGS))
+            print_report(result["profiles"])
     found = {"kubeops.rotation": collection_version(INSTALLED_COLLECTIONS, "kubeops", "rotation"),
              "kubectl": kubectl_version(local_cluster.binary("kubectl"))}
     with open(args.json, "w") as handle:

@@ -302,7 +302,7 @@ def test_following_nodes_survives_failures_relists_after_a_lost_watch_and_resume
     stop = threading.Event()
     versions = []
 
-    def watch(client, list_method, version, timeout, **kwargs):
+    def watch(list_method, version, timeout, **kwargs):
         versions.append((version, kwargs.get("label_selector")))
         if len(versions) == 1:
             raise source.WatchExpired()

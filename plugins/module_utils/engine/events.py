@@ -65,6 +65,6 @@ class EventRecorder(EvictionHooks):
             "reportingInstance": socket.gethostname(), "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
         try:
-            self.client.core.create_namespaced_event(namespace, body)
+            self.client.call_json(self.client.core.create_namespaced_event, namespace, body)
         except ApiException:  # an event is a courtesy: lacking RBAC for events must not stop a drain
             pass

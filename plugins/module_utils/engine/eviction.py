@@ -337,7 +337,7 @@ class EvictionRun:
             return resource_version
         list_method, kwargs = self._scope(watching, by_node=not waiting_for_room)
         try:
-            for event_type, pod in watch(self.client, list_method, resource_version, timeout, **kwargs):
+            for event_type, pod in watch(list_method, resource_version, timeout, **kwargs):
                 resource_version = pod["metadata"].get("resourceVersion") or resource_version
                 uid = pod["metadata"].get("uid")
                 if event_type == "DELETED" and uid in in_flight:
@@ -367,7 +367,7 @@ class EvictionRun:
             if remaining <= 0:
                 return
             try:
-                for event_type, pdb in watch(self.client, list_method, resource_version, remaining, **kwargs):
+                for event_type, pdb in watch(list_method, resource_version, remaining, **kwargs):
                     resource_version = pdb["metadata"].get("resourceVersion") or resource_version
                     key = (pdb["metadata"]["namespace"], pdb["metadata"]["name"])
                     if event_type == "DELETED":
@@ -440,7 +440,7 @@ class EvictionRun:
             if ready >= desired or remaining <= 0:
                 return ready, desired
             try:
-                for event_type, pod in watch(self.client, self.client.core.list_namespaced_pod, resource_version,
+                for event_type, pod in watch(self.client.core.list_namespaced_pod, resource_version,
                                              remaining, **scope):
                     resource_version = pod["metadata"].get("resourceVersion") or resource_version
                     if event_type == "DELETED":

@@ -69,11 +69,12 @@ class LeaseKeeper:
                               self.settings.holder, self.now(), self.settings.duration, current)
             try:
                 if current is None:
-                    written = self.client.coordination.create_namespaced_lease(self.settings.namespace, body)
+                    written = self.client.call_json(self.client.coordination.create_namespaced_lease,
+                                                    self.settings.namespace, body)
                 else:
-                    written = self.client.coordination.replace_namespaced_lease(
-                        self.settings.name, self.settings.namespace, body)
-                return {"action": action, "reason": why, "lease": self.describe(self.client.to_dict(written))}
+                    written = self.client.call_json(self.client.coordination.replace_namespaced_lease,
+                                                    self.settings.name, self.settings.namespace, body)
+                return {"action": action, "reason": why, "lease": self.describe(written)}
             except ApiException as exc:
                 if exc.status != 409 or attempt >= attempts:
                     raise

@@ -70,7 +70,7 @@ class RolloutRestart:
 
     def read(self, progress):
         workload = progress.workload
-        return self.client.to_dict(kind_api(self.client, workload.kind).read(workload.name, workload.namespace))
+        return self.client.call_json(kind_api(self.client, workload.kind).read, workload.name, workload.namespace)
 
     def run(self, workloads, timeout, check_mode=False):
         deadline = self.clock() + timeout
@@ -109,14 +109,14 @@ class RolloutRestart:
         body = restart_patch(utc_now(), self.restart_id)
         patch = kind_api(self.client, workload.kind).patch
         try:
-            return self.client.to_dict(patch(workload.name, workload.namespace, body))
+            return self.client.call_json(patch, workload.name, workload.namespace, body)
         except ConnectionFailed:
             if not self.restart_id:
                 raise
             obj = self.read(progress)
             if not restart_plan(obj, self.restart_id)[0]:
                 return obj
-            return self.client.to_dict(patch(workload.name, workload.namespace, body))
+            return self.client.call_json(patch, workload.name, workload.namespace, body)
 
     def wait_for_rollout(self, progress, obj, deadline):
         """Watch the workload until its rollout is done, stuck, or ``deadline`` passes."""
@@ -129,7 +129,7 @@ class RolloutRestart:
             if remaining <= 0:
                 return Status("timeout", status.message + self.conditions(obj))
             try:
-                for _event_type, changed in watch(self.client, list_method, resource_version, remaining,
+                for _event_type, changed in watch(list_method, resource_version, remaining,
                                                   namespace=workload.namespace,
                                                   field_selector="metadata.name=%s" % workload.name):
                     resource_version = changed["metadata"].get("resourceVersion") or resource_version

@@ -113,7 +113,7 @@ class WarmNodes:
             if remaining <= 0:
                 raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
             try:
-                for _event_type, pod in watch(self.client, self.client.core.list_namespaced_pod, resource_version,
+                for _event_type, pod in watch(self.client.core.list_namespaced_pod, resource_version,
                                               min(remaining, 5), namespace=self.namespace,
                                               label_selector=self.selector):
                     resource_version = pod["metadata"].get("resourceVersion") or resource_version

@@ -603,7 +603,7 @@ def follow_nodes(client, label_selector, deliver, stop, backoff=None):
             deliver(("listed", nodes))
             while not stop.is_set():
                 opened, delivered = time.monotonic(), False
-                for event_type, node in watch(client, client.core.list_node, version, WATCH_SECONDS,
+                for event_type, node in watch(client.core.list_node, version, WATCH_SECONDS,
                                               allow_watch_bookmarks=True, **selector):
                     version = (node.get("metadata") or {}).get("resourceVersion") or version
                     if event_type != "BOOKMARK":
