@@ -105,6 +105,7 @@ if k8s_client is not None:
             self.user_agent = USER_AGENT
             self.request_count = 0
             self._count_lock = threading.Lock()
+            self._first_write_lock = threading.Lock()
             # Called once, just before the first write: the Lease is taken there (engine.lease).
             self.before_first_write = None
             # Whether the API server has answered once: until then a refused connection is not retried long.
@@ -151,8 +152,11 @@ if k8s_client is not None:
         def _send(self, method, send_once):
             """``send_once()`` counted, retried while transient, the Lease taken before the first write."""
             if method.upper() not in READ_METHODS and self.before_first_write:
-                first_write, self.before_first_write = self.before_first_write, None
-                first_write()
+                # Writes from several threads wait here until the first of them has taken the Lease.
+                with self._first_write_lock:
+                    first_write, self.before_first_write = self.before_first_write, None
+                    if first_write:
+                        first_write()
             attempt, waited = 0, 0.0
             while True:
                 attempt += 1

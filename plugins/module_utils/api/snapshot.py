@@ -18,12 +18,18 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 
+# Up to this many nodes, their pods are listed node by node: the API server indexes pods by node, so a drain
+# of a few nodes reads their pods rather than every pod of a large cluster. Beyond it, one list of every pod
+# takes fewer requests.
+NODE_BY_NODE_LISTS = 50
+
 RotationSnapshot = namedtuple("RotationSnapshot",
                               "nodes candidates pods pdbs owners replicas claim_zones node_claims node_pools")
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
-    """The pods to judge and the names of the selected nodes, listed once for the whole call.
+    """The pods to judge and the names of the selected nodes, read once for the whole call: the pods of the
+    selected nodes (pods_on_nodes), else those of ``namespaces``, else all, narrowed by the selectors.
 
     A named node or namespace that does not exist is NotFound: a drain of a
     misspelt namespace must not look like a drain with nothing to do.
@@ -32,30 +38,39 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
                if client.read_or_none(client.core.read_namespace, namespace) is None]
     if unknown:
         raise NotFound("No namespace named %s; nothing was changed." % ", ".join(sorted(unknown)))
-    node_names = []
     if nodes or node_selector:
         found, missing = client.read_nodes(nodes, node_selector)
         if missing:
             raise NotFound("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
         node_names = [node_name(node) for node in found]
-        if not node_names:
-            return [], []
-    selectors = {"label_selector": pod_selector}
-    fields = [field_selector] if field_selector else []
-    if len(node_names) == 1:
-        fields.append("spec.nodeName=%s" % node_names[0])
-    selectors["field_selector"] = ",".join(fields) or None
-    if namespaces and not node_names:
+        return pods_on_nodes(client, node_names, pod_selector, field_selector), node_names
+    selectors = {"label_selector": pod_selector, "field_selector": field_selector}
+    if namespaces:
         pods = []
         for namespace in namespaces:
             pods.extend(client.list_all(client.core.list_namespaced_pod, namespace=namespace, **selectors))
     else:
         pods = client.list_all(client.core.list_pod_for_all_namespaces, **selectors)
-    if node_names:
-        wanted = set(node_names)
-        pods = [pod for pod in pods if node_of(pod) in wanted]
     pods.sort(key=lambda pod: (node_of(pod) or "", pod_key(pod)))
-    return pods, node_names
+    return pods, []
+
+
+def pods_on_nodes(client, node_names, label_selector=None, field_selector=None):
+    """The pods on the nodes ``node_names`` (in every namespace), sorted by node and key: a list per node up to
+    NODE_BY_NODE_LISTS nodes, which reads only their pods, beyond that one list of all pods."""
+    fields = [field_selector] if field_selector else []
+    if len(node_names) <= NODE_BY_NODE_LISTS:
+        pods = []
+        for name in node_names:
+            pods.extend(client.list_all(client.core.list_pod_for_all_namespaces, label_selector=label_selector,
+                                        field_selector=",".join(fields + ["spec.nodeName=%s" % name])))
+    else:
+        wanted = set(node_names)
+        pods = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces, label_selector=label_selector,
+                                               field_selector=",".join(fields) or None)
+                if node_of(pod) in wanted]
+    pods.sort(key=lambda pod: (node_of(pod) or "", pod_key(pod)))
+    return pods
 
 
 def claim_zones(client, pods):

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, select_pods
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import (
+    claim_zones,
+    pods_on_nodes,
+    select_pods,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
@@ -47,10 +51,7 @@ def _outcome(pod_plan):
 
 def remaining_on_nodes(client, node_names, options):
     """Pods still on the nodes that a drain should have removed: all but DaemonSet, mirror and terminal pods."""
-    if not node_names:
-        return []
-    pods, _nodes = select_pods(client, nodes=node_names)
-    return left_behind(judge_all(pods, options))
+    return left_behind(judge_all(pods_on_nodes(client, node_names), options))
 
 
 def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,

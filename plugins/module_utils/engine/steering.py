@@ -9,6 +9,7 @@ zone a pod leaves."""
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
@@ -19,17 +20,22 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.st
     with_room,
 )
 
+STEERING_PATCHES = 4
+
 
 def set_steering(client, nodes, effect):
     """Put the steering taint with ``effect`` on ``nodes`` (as listed), or take it off (``effect`` None): a
     patch for each node that needs one, no read first (a node changed since is read again, one deleted since
-    is left alone)."""
-    for node in nodes:
+    is left alone), STEERING_PATCHES at a time (a rotation of a large cluster steers hundreds of nodes)."""
+    def steer(node):
         try:
             client.update_node(node, lambda current: (None, steering_patch(current, effect)))
         except ApiException as exc:
             if not is_not_found(exc):
                 raise
+
+    with ThreadPoolExecutor(max_workers=STEERING_PATCHES) as pool:
+        list(pool.map(steer, nodes))  # raises what a patch raised
 
 
 def clear_steering(client, names):
