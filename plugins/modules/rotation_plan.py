@@ -16,16 +16,20 @@ description:
     nodes this O(rotation_id) already rotated.
   - Groups them into batches of at most O(batch_size) nodes, one zone
     (C(topology.kubernetes.io/zone)) at a time.
-  - For every pod on those nodes it says how it will move. Rollout restart
-    for C(karpenter.sh/do-not-disrupt) pods, single-replica workloads and
-    pods whose PDB allows no disruption now, guarded eviction for the others;
-    DaemonSet, mirror and finished pods stay. Pods that cannot move safely
-    (bare pods without O(force), emptyDir without O(delete_emptydir_data),
-    do-not-disrupt pods without a workload to restart) are listed as
-    blocked, with the reason.
+  - For every pod on those nodes it says how it will move. Replacement first
+    (M(kubeops.rotation.replace_pods)) for C(karpenter.sh/do-not-disrupt)
+    pods, single-replica workloads and pods whose PDB allows no disruption
+    now, guarded eviction for the others; DaemonSet, mirror and finished pods
+    stay. Only the pods of the rotated nodes move. Pods that cannot move
+    safely (bare pods without O(force), emptyDir without
+    O(delete_emptydir_data), do-not-disrupt pods without a Deployment or
+    StatefulSet, a StatefulSet's pod under a PDB that allows no disruption
+    even with every pod Ready) are listed as blocked, with the reason.
   - Counts the warm nodes each batch needs from its pods' requests against a
     pool node (O(template_capacity), O(template_node), or a node matching
-    O(pool_node_selector)), and checks that the pods of each batch fit, by
+    O(pool_node_selector)), in the zones the pool serves (O(pool_zones)), and
+    a node more in a zone while that places a pod left out by required
+    anti-affinity or topology spread; and checks that the pods of each batch fit, by
     requests, node selectors and required node affinity, taints and
     tolerations, hostname anti-affinity and the zone of their volumes, on the
     nodes that stay plus the warm nodes. A plan that does not fit says so
@@ -40,8 +44,8 @@ seealso:
     description: Cordons a batch's nodes.
   - module: kubeops.rotation.warm_nodes
     description: Brings up a batch's warm nodes, per zone as RV(batches[].warm_zones) gives them.
-  - module: kubeops.rotation.rollout_restart
-    description: Moves the workloads of RV(batches[].restart) by surging first.
+  - module: kubeops.rotation.replace_pods
+    description: Moves the pods of RV(batches[].replace), replacement first.
   - module: kubeops.rotation.evict
     description: Moves the pods of RV(batches[].evict) by guarded eviction.
   - module: kubeops.rotation.rebalance
@@ -133,6 +137,16 @@ options:
       - Keys must be label keys and values label values, as strings; others are refused.
     type: dict
     default: {}
+  pool_zones:
+    description:
+      - The zones the new pool can bring nodes up in. Warm nodes are asked for only there; a pod from another zone
+        is warmed for in the first of them, and a pod whose volume is bound to a zone the pool does not serve must
+        fit on a node of that zone that stays, or the plan does not fit.
+      - Without it, the zones a Karpenter NodePool named by O(pool_node_selector) (C(karpenter.sh/nodepool))
+        requires in its template; otherwise any zone.
+    type: list
+    elements: str
+    version_added: 0.2.0
   template_capacity:
     description:
       - Allocatable of one node of the new pool (cpu, memory, pods).
@@ -249,30 +263,23 @@ batches:
       type: list
       elements: str
       sample: [node-1, node-2]
-    restart:
+    replace:
       description:
         - >-
-          Workloads to move by rollout restart (C(kind), C(namespace), C(name), and C(target), the same three
-          as one dict for O(kubeops.rotation.rollout_restart#module:targets)), with the reason and their pods on
-          the batch (C(pods)).
-        - A workload is restarted once per rotation, at the batch of its first pod; C(replaces) lists every pod
-          on the rotation's nodes that this restart moves, the later batches' too.
+          Workloads whose pods on the batch are replaced first, as M(kubeops.rotation.replace_pods) does it:
+          C(kind), C(namespace), C(name), the reason, C(method) (V(surge) for a Deployment, V(one_at_a_time) for a
+          StatefulSet or a Recreate Deployment), their pods on the batch (C(pods)), and C(autoscaler), the name of
+          the HorizontalPodAutoscaler whose bounds rise with the surge, when there is one.
+        - Only those pods move; the workload's pods on other nodes stay.
       type: list
       elements: dict
       sample:
         - kind: StatefulSet
           namespace: shop
           name: db
-          target: {kind: StatefulSet, namespace: shop, name: db}
           reason: do-not-disrupt
+          method: one_at_a_time
           pods: [shop/db-0]
-          replaces: [shop/db-0, shop/db-1]
-    moved_earlier:
-      description: Pods on the batch's nodes that an earlier batch's restart moves (C(pod), C(by), C(batch)).
-      type: list
-      elements: dict
-      sample: [{pod: shop/db-1, by: StatefulSet shop/db, batch: 1}]
-      version_added: 0.2.0
     evict:
       description: Pods to move by guarded eviction (C(namespace/name)).
       type: list
@@ -358,7 +365,14 @@ warnings:
   type: list
   elements: str
   version_added: 0.2.0
-  sample: ["the pool provisions only in zone zone-a: the pods of zone(s) zone-b move to zone-a"]
+  sample: ["the pool provisions only in zone(s) zone-a: the pods of zone(s) zone-b move there, or to other nodes of their own zone"]
+pool_zones:
+  description: The zones the new pool serves, from O(pool_zones) or its Karpenter NodePool; null when any.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
+  sample: [zone-a, zone-b]
 abort_reasons:
   description: The O(abort_if) conditions that hold now, in words; empty when none does.
   returned: always
@@ -372,7 +386,8 @@ summary:
   elements: str
   sample:
     - "Rotation ami-2026-12: 2 node(s) in 1 batch(es)."
-    - "batch 1/1 (zone zone-a): node-1, node-2; restart 1 workload(s), evict 3 pod(s), 2 warm node(s) (zone-a 2)"
+    - "batch 1/1 (zone zone-a): node-1, node-2; replace first 2 pod(s) of 1 workload(s), evict 3 pod(s), 2 warm node(s) (zone-a 2)"
+    - "  StatefulSet shop/db: one at a time, 2 pod(s) (do-not-disrupt)"
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
@@ -433,6 +448,7 @@ def validated(params):
         names_error("karpenter_nodepools", params["karpenter_nodepools"] or None, "NodePool"),
         count_or_percent_error("batch_size", params["batch_size"]),
         labels_error("pool_node_selector", params["pool_node_selector"]),
+        names_error("pool_zones", params["pool_zones"], "zone"),
         quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
         text_error("template_node", params["template_node"]),
         *(text_error("abort_if.%s" % name, value) for name, value in sorted((params["abort_if"] or {}).items())))
@@ -459,6 +475,7 @@ def validated(params):
         options=FilterOptions(force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
                               evict_system_critical=params["evict_system_critical"]),
         pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if,
+        pool_zones=None if params["pool_zones"] is None else tuple(params["pool_zones"]),
         zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]),
         karpenter_budgets=params["karpenter_budgets"])
     return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
@@ -482,6 +499,7 @@ def main():
             batch_size=dict(type="str", default="1"),
             most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
             pool_node_selector=dict(type="dict", default={}),
+            pool_zones=dict(type="list", elements="str"),
             template_capacity=dict(type="dict"),
             template_node=dict(type="str"),
             force=dict(type="bool", default=False),

@@ -252,6 +252,7 @@ class Client:
         self.api_client = api_client
         self.core = k8s_client.CoreV1Api(api_client)
         self.apps = k8s_client.AppsV1Api(api_client)
+        self.autoscaling = k8s_client.AutoscalingV2Api(api_client)
         self.policy = k8s_client.PolicyV1Api(api_client)
         self.version = k8s_client.VersionApi(api_client)
         self.authentication = k8s_client.AuthenticationV1Api(api_client)

@@ -17,14 +17,18 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, replica_set_owners
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
+    ONE_AT_A_TIME,
+    replacement_method,
+)
 
 # Up to this many nodes, their pods are listed node by node: the API server indexes pods by node, so a drain
 # of a few nodes reads their pods rather than every pod of a large cluster. Beyond it, one list of every pod
 # takes fewer requests.
 NODE_BY_NODE_LISTS = 50
 
-RotationSnapshot = namedtuple("RotationSnapshot",
-                              "nodes candidates pods pdbs owners replicas claim_zones node_claims node_pools")
+RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners replicas claim_zones node_claims "
+                                                  "node_pools one_at_a_time autoscalers")
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
@@ -145,12 +149,20 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
                        if claim_node(claim) in known and (not nodepools or claim_pool(claim) in nodepools)}
     pods = client.list_all(client.core.list_pod_for_all_namespaces)
     pdbs = client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
-    replicas = {}
+    replicas, one_at_a_time = {}, set()
     for kind, method in (("Deployment", client.apps.list_deployment_for_all_namespaces),
                          ("StatefulSet", client.apps.list_stateful_set_for_all_namespaces)):
         for obj in client.list_all(method):
-            replicas[Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])] = \
-                obj["spec"].get("replicas", 1)
+            workload = Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+            replicas[workload] = obj["spec"].get("replicas", 1)
+            if replacement_method(kind, obj["spec"]) == ONE_AT_A_TIME:
+                one_at_a_time.add(workload)
+    autoscalers = {}
+    for hpa in client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces):
+        target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if target.get("kind") in ("Deployment", "StatefulSet"):
+            autoscalers[Workload(target["kind"], hpa["metadata"]["namespace"], target.get("name"))] = \
+                hpa["metadata"]["name"]
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
     return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones,
-                            claims, pools)
+                            claims, pools, frozenset(one_at_a_time), autoscalers)

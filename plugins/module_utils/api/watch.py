@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 
@@ -61,3 +62,46 @@ def watch(list_method, resource_version, timeout, **kwargs):
 def list_resource_version(list_method, **kwargs):
     """The resourceVersion to start a watch from: that of a one-item list in the same scope."""
     return list_method(limit=1, **kwargs).metadata.resource_version
+
+
+class Informer:
+    """The objects of one list call, kept current by watching it: listed once, then watched; listed again when
+    the watch's version expired or its stream broke. ``objects`` maps uid to the object (API JSON)."""
+
+    def __init__(self, client, list_method, clock=None, **kwargs):
+        self.client = client
+        self.list_method = list_method
+        self.kwargs = kwargs
+        self.clock = clock or time.monotonic
+        self.objects = None
+        self.version = None
+
+    def relist(self):
+        items, self.version = self.client.list_with_version(self.list_method, **self.kwargs)
+        self.objects = {item["metadata"]["uid"]: item for item in items}
+        return self.objects
+
+    def wait(self, until, deadline):
+        """What ``until(objects)`` returns, once it is true or ``deadline`` (of the clock) passed."""
+        if self.objects is None:
+            self.relist()
+        answer = until(self.objects)
+        while not answer:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return answer
+            try:
+                for event_type, obj in watch(self.list_method, self.version, remaining, **self.kwargs):
+                    metadata = obj.get("metadata") or {}
+                    self.version = metadata.get("resourceVersion") or self.version
+                    if event_type == "DELETED":
+                        self.objects.pop(metadata.get("uid"), None)
+                    else:
+                        self.objects[metadata.get("uid")] = obj
+                    answer = until(self.objects)
+                    if answer:
+                        return answer
+            except WatchExpired:
+                self.relist()
+                answer = until(self.objects)
+        return answer

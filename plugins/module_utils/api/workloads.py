@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Informer
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import SURGE_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import controller_of
 
@@ -40,3 +43,57 @@ def deployment_of(client, namespace, replica_set):
     obj = read_workload(client, Workload("ReplicaSet", namespace, replica_set))
     owner = controller_of(obj) if obj else None
     return Workload("Deployment", namespace, owner["name"]) if owner and owner.get("kind") == "Deployment" else None
+
+
+def patch_workload(client, workload, body):
+    """Patch the workload (a merge of ``body``); its new state as a dict."""
+    return client.call_json(kind_api(client, workload.kind).patch, workload.name, workload.namespace, body)
+
+
+def surging_deployments(client):
+    """Every Deployment that carries the surge label (model.keys.SURGE_LABEL), as dicts."""
+    return client.list_all(client.apps.list_deployment_for_all_namespaces, label_selector=SURGE_LABEL)
+
+
+def autoscalers_in(client, namespace):
+    """The HorizontalPodAutoscalers (autoscaling/v2) of a namespace, as dicts."""
+    return client.list_all(client.autoscaling.list_namespaced_horizontal_pod_autoscaler, namespace=namespace)
+
+
+def patch_autoscaler(client, namespace, name, body):
+    return client.call_json(client.autoscaling.patch_namespaced_horizontal_pod_autoscaler, name, namespace, body)
+
+
+def pdbs_in(client, namespace):
+    return client.list_all(client.policy.list_namespaced_pod_disruption_budget, namespace=namespace)
+
+
+def patch_pod(client, namespace, name, body):
+    """Patch a pod; False when it is gone."""
+    try:
+        client.call_json(client.core.patch_namespaced_pod, name, namespace, body)
+        return True
+    except ApiException as exc:
+        if is_not_found(exc):
+            return False
+        raise
+
+
+def evict_pod(client, pod):
+    """Ask the Eviction API to remove ``pod`` (this very pod: its uid is a precondition)."""
+    metadata = pod["metadata"]
+    client.core.create_namespaced_pod_eviction(metadata["name"], metadata["namespace"], {
+        "apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
+        "deleteOptions": {"preconditions": {"uid": metadata["uid"]}}})
+
+
+def pods_informer(client, namespace):
+    """An Informer of the pods of a namespace."""
+    return Informer(client, client.core.list_namespaced_pod, namespace=namespace)
+
+
+def workload_informer(client, workload):
+    """An Informer of one workload."""
+    return Informer(client, kind_api(client, workload.kind).list_namespaced, namespace=workload.namespace,
+                    field_selector="metadata.name=%s" % workload.name)

@@ -13,6 +13,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
     rotation_snapshot,
     template_allocatable,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_pools
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import nodepool_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation
 
 
@@ -41,8 +44,15 @@ def plan_from_cluster(client, request, now=None):
     if request.template_capacity or request.template_node or settings.pool_labels:
         template, _source = template_allocatable(client, request.template_capacity, request.template_node,
                                                  settings.pool_labels)
+    pool_zones = settings.pool_zones
+    pool_name = (settings.pool_labels or {}).get(NODEPOOL_LABEL)
+    if pool_zones is None and pool_name:
+        pool = next((pool for pool in snapshot.node_pools or node_pools(client)
+                     if pool["metadata"]["name"] == pool_name), None)
+        pool_zones = nodepool_zones(pool) if pool else None
     settings = dataclasses.replace(settings, candidates=snapshot.candidates, named=frozenset(request.nodes),
-                                   template_allocatable=template)
+                                   template_allocatable=template, pool_zones=pool_zones)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     return plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
-                         now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools)
+                         now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools,
+                         snapshot.one_at_a_time, snapshot.autoscalers)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL, ZONE_LABEL
 
 # Karpenter's reasons for Drifted, in words.
 DRIFT_REASONS = {
@@ -55,3 +55,15 @@ def drift_reason(claim):
 def claims_by_node(claims):
     """Node name -> its NodeClaim, for the NodeClaims whose node registered."""
     return {claim_node(claim): claim for claim in claims or () if claim_node(claim)}
+
+
+def nodepool_zones(pool):
+    """The zones a NodePool may launch nodes in, from its template's requirements on the zone label (In); None
+    when they do not name zones (any zone its instance types offer)."""
+    zones = None
+    requirements = ((((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements")) or []
+    for requirement in requirements:
+        if requirement.get("key") == ZONE_LABEL and requirement.get("operator") == "In":
+            values = set(requirement.get("values") or [])
+            zones = values if zones is None else zones & values
+    return None if zones is None else tuple(sorted(zones))

@@ -46,3 +46,10 @@ ROTATING_TAINT_KEY = "kubeops.io/rotating"
 # ... and this label, by which warm placeholders keep off the rotation's nodes: an autoscaler such as Karpenter
 # reads label expressions only (it refuses hostname and metadata.name terms).
 ROTATING_LABEL = "kubeops.io/rotating"
+# A workload whose pods a rotation replaces, replacement first, carries this label while it lasts (found by a
+# rerun after a kill with one list) and this annotation: what was changed, so that it is changed back.
+SURGE_LABEL = "kubeops.io/surging"
+SURGE_ANNOTATION = "kubeops.io/surge"
+# On each pod that leaves: the run that chose it, and the ReplicaSet's scale-down picks it first.
+LEAVING_ANNOTATION = "kubeops.io/leaving"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"

@@ -54,10 +54,14 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, fit, in_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
+    ONE_AT_A_TIME,
+    SURGE,
+    never_allows_one,
+)
 
-RESTARTS_ANYWAY = "its %s restarts for other pods"
-# Workloads whose controller surges a replacement before the old pod goes.
-SURGING_KINDS = ("Deployment", "StatefulSet")
+# Workloads that can replace a pod before it goes (plan.replacement says how).
+REPLACING_KINDS = ("Deployment", "StatefulSet")
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,8 @@ class RotationSettings:
     most_disruptive: str = "last"
     options: FilterOptions = field(default_factory=FilterOptions)
     pool_labels: dict = field(default_factory=dict)
+    # The zones the pool can bring nodes up in (a Karpenter NodePool's requirements, a node group's zones); None: any.
+    pool_zones: tuple | None = None
     template_allocatable: dict | None = None
     abort_if: AbortIf = field(default_factory=AbortIf)
     zone_counts_of: tuple = ()
@@ -183,18 +189,21 @@ def make_batches(chosen, size, pods_per_node, most_disruptive="last"):
     return batches
 
 
-def surging_workload(pod, replica_set_owners):
-    """The Deployment or StatefulSet (a Workload) that owns the pod and surges on restart, or None."""
+def replacing_workload(pod, replica_set_owners):
+    """The Deployment or StatefulSet (a Workload) that owns the pod and can replace it first, or None."""
     owner = owner_of(pod, replica_set_owners)
-    return owner if owner and owner.kind in SURGING_KINDS else None
+    return owner if owner and owner.kind in REPLACING_KINDS else None
 
 
-def move_of(pod, workload, replicas, pdbs, options):
-    """How one pod leaves its node: (method, reason), method one of restart, evict, stays, blocked.
+def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False):
+    """How one pod leaves its node: (method, reason), method one of replace, evict, stays, blocked.
 
-    Rollout restart is the only safe way for do-not-disrupt pods, single
-    replicas, and pods whose PDB allows no disruption now: the controller
-    surges a replacement before the old pod goes.
+    Replacement first is the only safe way for do-not-disrupt pods, single
+    replicas, and pods whose PDB allows no disruption now: a Deployment surges
+    exactly its leaving pods; a workload that cannot surge (``one_at_a_time``:
+    a StatefulSet, a Recreate Deployment) loses one pod at a time within its
+    PDBs, which a PDB that allows nothing even with every pod Ready never lets
+    happen.
     """
     verdict = judge(pod, FilterOptions(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
                                        respect_do_not_disrupt=False,
@@ -203,13 +212,22 @@ def move_of(pod, workload, replicas, pdbs, options):
         return "stays", verdict.reason
     protected = do_not_disrupt_annotation(pod) is not None
     if workload:
+        selecting = pdbs_for(pod, pdbs)
+        reason = None
         if protected:
-            return "restart", "do-not-disrupt"
-        if replicas == 1:
-            return "restart", "single replica"
-        blocking = [pdb["metadata"]["name"] for pdb in pdbs_for(pod, pdbs) if disruptions_allowed(pdb) == 0]
-        if blocking:
-            return "restart", "PDB %s allows no disruption now" % ", ".join(blocking)
+            reason = "do-not-disrupt"
+        elif replicas == 1:
+            reason = "single replica"
+        else:
+            blocking = [pdb["metadata"]["name"] for pdb in selecting if disruptions_allowed(pdb) == 0]
+            if blocking:
+                reason = "PDB %s allows no disruption now" % ", ".join(blocking)
+        if reason:
+            never = [pdb["metadata"]["name"] for pdb in selecting if never_allows_one(pdb)]
+            if one_at_a_time and never:
+                return "blocked", ("%s, and its %s cannot surge while PDB %s allows no disruption even with every "
+                                   "pod Ready" % (reason, workload.kind, ", ".join(never)))
+            return "replace", reason
     if verdict.action == "refuse":
         return "blocked", "%s: %s" % (verdict.reason, verdict.detail)
     if protected:
@@ -235,16 +253,25 @@ def zone_counts(pods, owners, zone_by_node, replica_set_owners):
     return counts
 
 
-def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_node):
+def warm_zone(source_zone, pool_labels, pool_zones):
+    """Where a pod leaving ``source_zone`` is warmed for: the zone the pool is pinned to by its labels, its own
+    zone when the pool serves it (``pool_zones`` None: any), otherwise the first zone the pool serves."""
+    pinned = pool_labels.get(ZONE_LABEL)
+    if pinned:
+        return pinned
+    if pool_zones is None or source_zone in pool_zones or not pool_zones:
+        return source_zone or ""
+    return sorted(pool_zones)[0]
+
+
+def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_node, pool_zones=None):
     """The warm nodes a batch adds, per zone of the pods they take in: ({zone: count}, template nodes,
-    explanation). A pool pinned to a zone by its labels warms there only. ``daemon_pods`` are the
-    DaemonSet pods of the rotation's nodes; those on the nodes a zone's pods come from (later batches'
-    nodes too, for a restart) size the room they take on each warm node."""
-    pool_zone = pool_labels.get(ZONE_LABEL)
+    explanation, {zone: free allocatable of a warm node there}). ``daemon_pods`` are the DaemonSet pods of the
+    rotation's nodes; those on the nodes a zone's pods come from size the room they take on each warm node."""
     groups = {}
     for pod in movers:
-        groups.setdefault(pool_zone or zone_by_node.get(node_of(pod)) or "", []).append(pod)
-    counts, warm, explanations = {}, [], []
+        groups.setdefault(warm_zone(zone_by_node.get(node_of(pod)), pool_labels, pool_zones), []).append(pod)
+    counts, warm, explanations, free_by_zone = {}, [], [], {}
     for zone in sorted(groups):
         sources = {node_of(pod) for pod in groups[zone]}
         daemons = [pod for pod in daemon_pods if node_of(pod) in sources]
@@ -252,31 +279,41 @@ def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_n
         counts[zone] = count
         explanations.append("zone %s: %s" % (zone or "-", computed["summary"]) if zone else computed["summary"])
         # What a warm node offers once its DaemonSet pods run there too.
-        free = {resource: "%r" % (computed["node_allocatable"][resource]
-                                  - computed["daemonset_requests_per_node"][resource]) for resource in RESOURCES}
-        labels = dict(pool_labels, **({ZONE_LABEL: zone} if zone else {}))
-        warm.extend(warm_template("warm-%d-%s%d" % (index, zone + "-" if zone else "", n), labels, free)
-                    for n in range(count))
-    return counts, warm, "; ".join(explanations)
+        free_by_zone[zone] = {resource: "%r" % (computed["node_allocatable"][resource]
+                                                - computed["daemonset_requests_per_node"][resource])
+                              for resource in RESOURCES}
+        warm.extend(_warm_node(index, zone, n, pool_labels, free_by_zone[zone]) for n in range(count))
+    return counts, warm, "; ".join(explanations), free_by_zone
+
+
+def _warm_node(index, zone, number, pool_labels, free):
+    labels = dict(pool_labels, **({ZONE_LABEL: zone} if zone else {}))
+    return warm_template("warm-%d-%s%d" % (index, zone + "-" if zone else "", number), labels, free)
 
 
 def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None, node_claims=(),
-                  node_pools=()):
+                  node_pools=(), one_at_a_time=frozenset(), autoscalers=None):
     """The whole rotation plan. Pure.
 
     ``nodes`` are the candidate nodes plus every other node of the cluster
     (``settings.candidates`` names the candidates); ``replicas`` maps each
-    Workload to its desired replicas; ``claim_zones`` maps "namespace/claim"
-    to the zone its volume is bound to; ``node_claims`` and ``node_pools`` are
-    Karpenter's NodeClaims and NodePools, for its drift and its budgets.
+    Workload to its desired replicas; ``one_at_a_time`` holds the Workloads
+    that cannot surge besides StatefulSets (Recreate Deployments);
+    ``autoscalers`` maps a Workload to the name of its HorizontalPodAutoscaler;
+    ``claim_zones`` maps "namespace/claim" to the zone its volume is bound to;
+    ``node_claims`` and ``node_pools`` are Karpenter's NodeClaims and
+    NodePools, for its drift and its budgets.
 
-    Every pod moves once: a workload that must surge is restarted once, at
-    the batch of its first pod, and that restart moves all its pods on the
-    rotation's nodes (the batch's warm nodes are sized for them); later
-    batches list those pods under ``moved_earlier``. No pod is placed on a
-    node of the rotation. Warm nodes are asked for per zone, in the zones of
-    the pods they take in, and each pod is placed in its own zone first.
+    Every pod of a rotated node moves once and no other pod moves: a pod that
+    may not simply be evicted is replaced first, in the batch of its node
+    (plan.replacement), the others are evicted. No pod is placed on a node
+    of the rotation. Warm nodes are asked for per zone, in the zones of the
+    pods they take in where the pool serves them (``settings.pool_zones``),
+    as many as the placement needs (requests first, then a node more while
+    a pod is left out by anti-affinity or spread), and each pod is placed
+    in its own zone first.
     """
+    autoscalers = autoscalers or {}
     candidates = [node for node in nodes if node_name(node) in settings.candidates]
     chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named,
                                     claims_by_node(node_claims))
@@ -286,16 +323,14 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     rotating = {node_name(node) for node, _reasons in chosen}
     zone_by_node = {node_name(node): zone_of(node) for node in nodes}
     pdb_index = PdbIndex(pdbs)
+    pool_zones = None if settings.pool_zones is None else set(settings.pool_zones)
     moves = {}
     for pod in pods:
         if node_of(pod) in rotating:
-            workload = surging_workload(pod, replica_set_owners)
+            workload = replacing_workload(pod, replica_set_owners)
+            single_file = workload is not None and (workload.kind == "StatefulSet" or workload in one_at_a_time)
             moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload),
-                                                            pdb_index.candidates(pod), settings.options)
-    surging = {workload for _pod, workload, method, _reason in moves.values() if method == "restart"}
-    for key, (pod, workload, method, _reason) in list(moves.items()):
-        if method == "evict" and workload in surging:
-            moves[key] = (pod, workload, "restart", RESTARTS_ANYWAY % workload.kind)
+                                                            pdb_index.candidates(pod), settings.options, single_file)
     pods_per_node = {}
     for pod, _workload, method, _reason in moves.values():
         if method != "stays":
@@ -305,40 +340,28 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     residents = [pod for pod in pods if node_of(pod) not in rotating and not is_terminal(pod)]
     pool_labels = settings.pool_labels or {}
     moving_owners = ({owner_of(pod, replica_set_owners) for pod, _w, method, _r in moves.values()
-                      if method in ("restart", "evict")} - {None}) | set(settings.zone_counts_of)
+                      if method in ("replace", "evict")} - {None}) | set(settings.zone_counts_of)
     daemons = [pod for pod, _w, _method, reason in moves.values() if reason == "daemonset"]
-    restarted_in, warm_total, warmed, moved = {}, {}, [], set()
+    warm_total, warmed = {}, []
     rotating_nodes = {node_name(node): node for node, _reasons in chosen}
-    # The moves of each node and of each restarted workload, and where each move is in ``moves``: a batch
-    # takes its own without going through all of them, in the same order.
+    # The moves of each node, and where each move is in ``moves``: a batch takes its own without going through
+    # all of them, in the same order.
     position = {key: index for index, key in enumerate(moves)}
-    moves_on, restarting = {}, {}
+    moves_on = {}
     for move in moves.values():
         moves_on.setdefault(node_of(move[0]), []).append(move)
-        if move[2] == "restart":
-            restarting.setdefault(move[1], []).append(move)
     # One Room for the whole plan: the nodes of later batches take no pod, but their pods still count for
     # topology spread until they move; a batch's nodes leave as it starts.
     room = Room(targets + list(rotating_nodes.values()), residents + [
         pod for pod in pods if node_of(pod) in rotating and not is_terminal(pod) and not is_terminating(pod)])
-    later = set(rotating)
     for index, batch in enumerate(batches, start=1):
-        batch_nodes = set(batch["nodes"])
-        later -= batch_nodes
         here = sorted((move for name in batch["nodes"] for move in moves_on.get(name, ())),
                       key=lambda move: position[pod_key(move[0])])
-        new_restarts = {workload for _pod, workload, method, _r in here
-                        if method == "restart" and workload not in restarted_in}
-        restarted_in.update((workload, index) for workload in new_restarts)
-        restart_moves = sorted((move for workload in new_restarts for move in restarting[workload]),
-                               key=lambda move: position[pod_key(move[0])])
-        movers = [pod for pod, _w, method, _r in here if method == "evict"] + [move[0] for move in restart_moves]
-        warm_new, warm = {}, []
+        movers = [pod for pod, _w, method, _r in here if method in ("evict", "replace")]
+        warm_new, warm, free_by_zone = {}, [], {}
         if settings.template_allocatable:
-            warm_new, warm, batch["warm_computed"] = _warm_for_batch(
-                index, movers, daemons, settings.template_allocatable, pool_labels, zone_by_node)
-        for zone, count in warm_new.items():
-            warm_total[zone] = warm_total.get(zone, 0) + count
+            warm_new, warm, batch["warm_computed"], free_by_zone = _warm_for_batch(
+                index, movers, daemons, settings.template_allocatable, pool_labels, zone_by_node, pool_zones)
         source_zone = {pod_key(pod): zone_by_node.get(node_of(pod)) for pod in movers}
 
         def other_zone_first_last(pod, node):
@@ -350,40 +373,60 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             if bound:
                 bound_zones[pod_key(pod)] = bound[1]
         places = targets + warmed + warm
-        moved.update(pod_key(pod) for pod in movers)
         for name in batch["nodes"]:
             room.remove_node(name)
-        for pod in movers:
-            if node_of(pod) in later:
-                room.remove(pod, node_of(pod))
         for node in warm:
             room.add_node(node)
         placement, unplaced = room.place([p for p in movers if pod_key(p) not in bound_zones], places,
                                          other_zone_first_last, lambda pod: source_zone.get(pod_key(pod)))
+        by_key = {pod_key(pod): pod for pod in movers}
+        if unplaced and settings.template_allocatable:
+            # Requests alone undercount what the scheduler needs: a node more in the pod's zone while that
+            # places a pod that required anti-affinity or spread left out.
+            still = []
+            for entry in unplaced:
+                pod = by_key[entry["pod"]]
+                zone = warm_zone(source_zone.get(entry["pod"]), pool_labels, pool_zones)
+                if zone not in free_by_zone:
+                    free_by_zone[zone] = _warm_for_batch(index, [pod], daemons, settings.template_allocatable,
+                                                         pool_labels, zone_by_node, pool_zones)[3].get(zone)
+                extra = _warm_node(index, zone, warm_new.get(zone, 0), pool_labels, free_by_zone[zone] or {})
+                room.add_node(extra)
+                more, _left = room.place([pod], places + [extra], other_zone_first_last,
+                                         lambda p: source_zone.get(pod_key(p)))
+                if more and more[entry["pod"]] == node_name(extra):
+                    placement.update(more)
+                    warm.append(extra)
+                    places.append(extra)
+                    warm_new[zone] = warm_new.get(zone, 0) + 1
+                else:
+                    room.remove_node(node_name(extra))
+                    placement.update(more)
+                    if not more:
+                        still.append(entry)
+            unplaced = still
+        for zone, count in warm_new.items():
+            warm_total[zone] = warm_total.get(zone, 0) + count
         for pod in [p for p in movers if pod_key(p) in bound_zones]:
             zone_targets = [node for node in places if in_zones(node, bound_zones[pod_key(pod)])]
             extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
             placement.update(extra_placement)
-            unplaced.extend(dict(entry, reason="its volume is bound to zone %s: %s" % (
-                bound_zones[pod_key(pod)], entry["reason"])) for entry in extra_unplaced)
-        restarts = {}
-        for pod, workload, method, reason in restart_moves:
-            entry = restarts.setdefault(workload, dict(workload.target(), target=workload.target(), reason=reason,
-                                                       pods=[], replaces=[]))
-            # The reason is that of a pod that needs the restart, not of one it only takes along.
-            if reason != RESTARTS_ANYWAY % workload.kind:
-                entry["reason"] = reason
-            if node_of(pod) in batch_nodes:
-                entry["pods"].append(pod_key(pod))
-            entry["replaces"].append(pod_key(pod))
+            unplaced.extend(dict(entry, reason="its volume is bound to zone %s%s: %s" % (
+                bound_zones[pod_key(pod)], "" if pool_zones is None or bound_zones[pod_key(pod)] in pool_zones
+                else ", where the pool provides no node", entry["reason"])) for entry in extra_unplaced)
+        replace = {}
+        for pod, workload, method, reason in here:
+            if method != "replace":
+                continue
+            entry = replace.setdefault(workload, dict(
+                workload.target(), reason=reason, pods=[],
+                method=ONE_AT_A_TIME if workload.kind == "StatefulSet" or workload in one_at_a_time else SURGE,
+                **({"autoscaler": autoscalers[workload]} if workload in autoscalers else {})))
+            entry["pods"].append(pod_key(pod))
         batch.update(
             index=index,
-            restart=[restarts[key] for key in sorted(restarts)],
+            replace=[replace[key] for key in sorted(replace)],
             evict=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "evict"),
-            moved_earlier=sorted(({"pod": pod_key(pod), "by": workload.label, "batch": restarted_in[workload]}
-                                  for pod, workload, method, _r in here
-                                  if method == "restart" and workload not in new_restarts),
-                                 key=lambda entry: entry["pod"]),
             blocked=sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in here
                             if method == "blocked"), key=lambda entry: entry["pod"]),
             stays=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "stays"),
@@ -414,8 +457,9 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         "zone_counts": zone_counts(pods, moving_owners, zone_by_node, replica_set_owners),
         "zone_counts_planned": zone_counts(residents, moving_owners, dict(zone_by_node, **placed_zones),
                                            replica_set_owners),
-        "warnings": zone_warnings(chosen, pool_labels),
+        "warnings": zone_warnings(chosen, pool_labels, pool_zones),
         "budgets": budget_notes,
+        "pool_zones": None if pool_zones is None else sorted(pool_zones),
     }
     plan["summary"] = summarize_plan(plan)
     return plan
@@ -448,17 +492,18 @@ def protected_node_note(node):
     if not annotation or annotation[0] != DO_NOT_DISRUPT[0]:
         return None
     return ("annotated %s: %s; Karpenter will not disrupt it, this rotation does because it was selected, moving "
-            "its pods by restart or eviction as planned" % annotation)
+            "its pods by replacement first or eviction as planned" % annotation)
 
 
-def zone_warnings(chosen, pool_labels):
+def zone_warnings(chosen, pool_labels, pool_zones=None):
     """Zones the pool cannot warm nodes in, so that their pods change zones."""
     pool_zone = pool_labels.get(ZONE_LABEL)
-    if not pool_zone:
+    served = {pool_zone} if pool_zone else pool_zones
+    if not served:
         return []
-    others = sorted({zone_of(node) for node, _reasons in chosen if zone_of(node) and zone_of(node) != pool_zone})
-    return ["the pool provisions only in zone %s: the pods of zone(s) %s move to %s" % (
-        pool_zone, ", ".join(others), pool_zone)] if others else []
+    others = sorted({zone_of(node) for node, _reasons in chosen if zone_of(node) and zone_of(node) not in served})
+    return ["the pool provisions only in zone(s) %s: the pods of zone(s) %s move there, or to other nodes of "
+            "their own zone" % (", ".join(sorted(served)), ", ".join(others))] if others else []
 
 
 def summarize_plan(plan):
@@ -468,16 +513,20 @@ def summarize_plan(plan):
         "; %d left out" % len(plan["left_out"]) if plan["left_out"] else "")]
     for batch in plan["batches"]:
         warm_zones = ", ".join("%s %d" % item for item in sorted(batch["warm_new"].items()) if item[0] != "-")
-        lines.append("batch %d/%d (zone %s): %s; restart %d workload(s), evict %d pod(s), %d warm node(s)%s%s%s%s" % (
-            batch["index"], len(plan["batches"]), batch["zone"] or "-", ", ".join(batch["nodes"]),
-            len(batch["restart"]), len(batch["evict"]), batch["warm_nodes"],
-            " (%s)" % warm_zones if warm_zones else "",
-            "; %d pod(s) already moved by an earlier restart" % len(batch["moved_earlier"])
-            if batch["moved_earlier"] else "",
-            "; DOES NOT FIT: %s" % "; ".join("%s (%s)" % (u["pod"], u["reason"]) for u in batch["unplaced"])
-            if batch["unplaced"] else "",
-            "; BLOCKED: %s" % "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in batch["blocked"])
-            if batch["blocked"] else ""))
+        lines.append("batch %d/%d (zone %s): %s; replace first %d pod(s) of %d workload(s), evict %d pod(s), "
+                     "%d warm node(s)%s%s%s" % (
+                         batch["index"], len(plan["batches"]), batch["zone"] or "-", ", ".join(batch["nodes"]),
+                         sum(len(entry["pods"]) for entry in batch["replace"]), len(batch["replace"]),
+                         len(batch["evict"]), batch["warm_nodes"], " (%s)" % warm_zones if warm_zones else "",
+                         "; DOES NOT FIT: %s" % "; ".join("%s (%s)" % (u["pod"], u["reason"])
+                                                          for u in batch["unplaced"]) if batch["unplaced"] else "",
+                         "; BLOCKED: %s" % "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in batch["blocked"])
+                         if batch["blocked"] else ""))
+        lines.extend("  %s %s: %s %d pod(s) (%s)%s" % (
+            entry["kind"], entry["name"] if not entry["namespace"] else "%s/%s" % (entry["namespace"], entry["name"]),
+            "surge by" if entry["method"] == SURGE else "one at a time,", len(entry["pods"]), entry["reason"],
+            "; HPA %s: its minReplicas rises with the surge and comes back after" % entry["autoscaler"]
+            if entry.get("autoscaler") else "") for entry in batch["replace"])
     for node in plan["nodes"]:
         lines.extend("node %s: %s" % (node["name"], note) for note in node.get("notes") or [])
     lines.extend("budget: %s" % note for note in plan["budgets"])

@@ -1,0 +1,479 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Replacement first, carried out: the pods asked for get their replacements Ready before they go, and no other
+pod of their workloads moves (plan.replacement decides every step).
+
+A Deployment is surged by exactly its leaving pods and scaled back; what was changed is recorded on it first
+(model.keys.SURGE_ANNOTATION) and put back at the end, by this run or by the next one after a kill. A
+StatefulSet, or a Deployment whose strategy is Recreate, loses one pod at a time through the Eviction API,
+when all its pods are Ready and its PDBs allow it, and gets it back Ready before the next.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_message
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
+    autoscalers_in,
+    deployment_of,
+    evict_pod,
+    patch_autoscaler,
+    patch_pod,
+    patch_workload,
+    pdbs_in,
+    pods_informer,
+    read_workload,
+    surging_deployments,
+    workload_informer,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, InvalidInput, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
+    DELETION_COST,
+    LEAVING_ANNOTATION,
+    MANAGER,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
+    annotations_of,
+    is_ready,
+    is_terminal,
+    is_terminating,
+    node_of,
+    pod_key,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
+    SURGE,
+    Budget,
+    hpa_bounds,
+    hpa_record,
+    hpa_targets,
+    is_leaving,
+    leaving_patch,
+    one_may_go,
+    replacement_method,
+    replicas_managers,
+    scale_back_step,
+    surge_marks,
+    surge_marks_removed,
+    surge_record,
+    surge_step,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import rollout_status
+
+# How often a wait for pods also reads the workload again, to see whether someone else set its replicas.
+RECHECK_SECONDS = 5.0
+# After a failure, how long putting a surge back may take before it is left to the next run.
+UNDO_SECONDS = 60.0
+UNMARKED = {"metadata": {"annotations": {DELETION_COST: None, LEAVING_ANNOTATION: None}}}
+
+
+@dataclass(frozen=True)
+class ReplaceSettings:
+    pods: tuple = ()
+    run_id: str = ""
+    timeout: int = 900
+    avoid_nodes: tuple = ()
+    keep_zones: bool = False
+    max_concurrent: int = 4
+
+
+@dataclass
+class WorkloadReplacement:
+    """One workload's way through: which of its pods leave, how, and what came of it."""
+
+    workload: Workload
+    leaving: list = field(default_factory=list)
+    method: str = SURGE
+    action: str = "planned"
+    replaced: list = field(default_factory=list)
+    replacements: list = field(default_factory=list)
+    replicas_steps: list = field(default_factory=list)
+    autoscaler: str | None = None
+    replicas_managers: list = field(default_factory=list)
+    detail: str = ""
+    seconds: float = 0.0
+
+    def result(self):
+        return dict(self.workload.target(), method=self.method, action=self.action, leaving=sorted(self.leaving),
+                    replaced=sorted(self.replaced), replacements=sorted(self.replacements),
+                    replicas_steps=self.replicas_steps, autoscaler=self.autoscaler,
+                    replicas_managers=self.replicas_managers, detail=self.detail, seconds=self.seconds)
+
+
+class ReplicasTaken(Blocked):
+    """Someone else set the workload's replicas while it surged."""
+
+
+class Replacing:
+    """Replaces pods workload by workload, each namespace's one after another (they may share PDBs)."""
+
+    def __init__(self, client, run_id, deadline, clock=time.monotonic, sleep=time.sleep):
+        self.client = client
+        self.run_id = run_id
+        self.deadline = deadline
+        self.clock = clock
+        self.sleep = sleep
+        self._pods = {}
+        self._pdbs = {}
+
+    def pods(self, namespace):
+        if namespace not in self._pods:
+            self._pods[namespace] = pods_informer(self.client, namespace)
+            self._pods[namespace].relist()
+        return self._pods[namespace]
+
+    def budgets(self, namespace, template_labels, mine):
+        """The Budgets of the PDBs that select the workload's pods, its own pods (uids ``mine``) left out."""
+        if namespace not in self._pdbs:
+            self._pdbs[namespace] = pdbs_in(self.client, namespace)
+        budgets = []
+        for pdb in self._pdbs[namespace]:
+            selector = (pdb.get("spec") or {}).get("selector")
+            if not selector_matches(selector, template_labels):
+                continue
+            others = [pod for uid, pod in self.pods(namespace).objects.items() if uid not in mine
+                      and not is_terminal(pod) and not is_terminating(pod)
+                      and selector_matches(selector, (pod["metadata"].get("labels") or {}))]
+            budgets.append(Budget(pdb, len(others), sum(1 for pod in others if is_ready(pod))))
+        return budgets
+
+    # Deployments: a surge of exactly the leaving pods.
+
+    def surge(self, progress, obj):
+        workload = progress.workload
+        record = surge_record(obj)
+        if record is None:
+            obj = self.rolled_out(workload, obj)
+            autoscaler = next((hpa for hpa in autoscalers_in(self.client, workload.namespace)
+                               if hpa_targets(hpa, workload.kind, workload.name)), None)
+            record = {"replicas": (obj.get("spec") or {}).get("replicas", 1),
+                      "hpa": hpa_record(autoscaler) if autoscaler else None}
+            obj = patch_workload(self.client, workload, surge_marks(self.run_id, record["replicas"], record["hpa"]))
+        progress.autoscaler = (record.get("hpa") or {}).get("name")
+        progress.replicas_managers = replicas_managers(obj, MANAGER)
+        spec = obj.get("spec") or {}
+        state = _Pods(self, workload, spec)
+        leaving = state.leaving_now(progress.leaving, self.run_id)
+        for pod in state.mine():
+            if pod_key(pod) in leaving and not is_leaving(pod, self.run_id):
+                patch_pod(self.client, workload.namespace, pod["metadata"]["name"], leaving_patch(self.run_id))
+            elif pod_key(pod) not in leaving and LEAVING_ANNOTATION in annotations_of(pod):
+                # Chosen by a run that was killed, and not leaving now: it must not be the one the ReplicaSet takes.
+                patch_pod(self.client, workload.namespace, pod["metadata"]["name"], UNMARKED)
+        before = {pod["metadata"]["uid"] for pod in state.mine()}
+        replicas = spec.get("replicas", 1)
+        try:
+            replicas = self.scale(progress, state, record, replicas, record["replicas"] + len(leaving), leaving)
+            self.scale(progress, state, record, replicas, record["replicas"], leaving)
+        except (TimedOut, ReplicasTaken):
+            self.undo(progress, state, record, leaving)
+            raise
+        self.put_back(workload, record, record["replicas"])
+        mine = state.mine()
+        progress.replaced = sorted(key for key in leaving if key not in {pod_key(pod) for pod in mine})
+        progress.replacements = sorted("%s on %s" % (pod_key(pod), node_of(pod)) for pod in mine
+                                       if pod["metadata"]["uid"] not in before)
+        stayed = sorted(set(leaving) - set(progress.replaced))
+        if stayed:
+            raise Blocked("%s was scaled back but the ReplicaSet kept %s (is the PodDeletionCost feature off?)" % (
+                workload.label, ", ".join(stayed)))
+        progress.action = "replaced"
+
+    def rolled_out(self, workload, obj):
+        """The Deployment once no rollout of it is under way: a surge scales one ReplicaSet, not two."""
+        if rollout_status(workload.kind, obj).state == "done":
+            return obj
+        found = workload_informer(self.client, workload).wait(
+            lambda objects: next((o for o in objects.values() if rollout_status(workload.kind, o).state == "done"),
+                                 None), self.deadline)
+        if not found:
+            raise TimedOut("%s was still rolling out when the time was up: %s; nothing of it was changed." % (
+                workload.label, rollout_status(workload.kind, read_workload(self.client, workload) or obj).message))
+        return found
+
+    def scale(self, progress, state, record, replicas, target, leaving, deadline=None):
+        """Step the replicas from ``replicas`` to ``target``, each step within the PDBs and once the pods of the
+        last one are Ready (up) or gone (down); returns ``target``."""
+        deadline = deadline or self.deadline
+        while replicas != target:
+            if replicas < target:
+                self.wait(state, replicas, deadline, lambda: state.replacements_ready(replicas, leaving))
+                step = surge_step(replicas, state.ready(), target - replicas, state.budgets())
+                replicas += step
+            else:
+                found = self.wait(state, replicas, deadline, lambda: state.removed(replicas) and scale_back_step(
+                    replicas, target, state.ready(), state.budgets()))
+                replicas -= found
+            self.set_replicas(state.workload, record, replicas)
+            progress.replicas_steps.append(replicas)
+        if target > record["replicas"]:
+            self.wait(state, replicas, deadline, lambda: state.replacements_ready(replicas, leaving))
+        else:
+            self.wait(state, replicas, deadline, lambda: state.removed(replicas))
+        return replicas
+
+    def wait(self, state, replicas, deadline, until):
+        """``until()`` over the namespace's pods as they change; reads the workload every RECHECK_SECONDS, and
+        raises ReplicasTaken when its replicas are no longer ``replicas``, TimedOut at ``deadline``."""
+        while True:
+            found = state.informer.wait(lambda _objects: until(), min(deadline, self.clock() + RECHECK_SECONDS))
+            if found:
+                return found
+            current = read_workload(self.client, state.workload)
+            if current is None:
+                raise Blocked("%s was deleted while its pods were replaced." % state.workload.label)
+            if (current.get("spec") or {}).get("replicas") != replicas:
+                raise ReplicasTaken("%s: spec.replicas was set to %s while this run had set it to %d, by %s; a surge "
+                                    "cannot last against that." % (
+                                        state.workload.label, (current.get("spec") or {}).get("replicas"), replicas,
+                                        ", ".join(replicas_managers(current, MANAGER)) or "another client"))
+            if self.clock() >= deadline:
+                raise TimedOut("%s: %s" % (state.workload.label, state.describe(replicas)))
+
+    def set_replicas(self, workload, record, replicas):
+        """The HPA's bounds first, so that it does not take the step back; then the workload."""
+        if record.get("hpa"):
+            patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"], hpa_bounds(record["hpa"], replicas))
+        patch_workload(self.client, workload, {"spec": {"replicas": replicas}})
+
+    def put_back(self, workload, record, replicas):
+        """The HPA's own bounds and the workload without the surge's marks; ``replicas`` is the count it ends at."""
+        if record.get("hpa"):
+            patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"],
+                             hpa_bounds(record["hpa"], record["hpa"]["minReplicas"]))
+        body = surge_marks_removed()
+        body["spec"] = {"replicas": replicas}
+        patch_workload(self.client, workload, body)
+
+    def undo(self, progress, state, record, leaving):
+        """After a failure: the leaving pods unmarked, so that the scale-back takes the replacements, and the
+        replicas back where they were, within the PDBs, for at most UNDO_SECONDS; what is not undone by then is
+        left recorded on the workload for the next run."""
+        for pod in state.mine():
+            if pod_key(pod) in leaving:
+                patch_pod(self.client, state.workload.namespace, pod["metadata"]["name"], UNMARKED)
+        current = read_workload(self.client, state.workload)
+        if current is None:
+            return
+        replicas = (current.get("spec") or {}).get("replicas", record["replicas"])
+        try:
+            if replicas > record["replicas"]:
+                self.set_replicas(state.workload, record, replicas)
+                self.scale(progress, state, record, replicas, record["replicas"], (),
+                           deadline=self.clock() + UNDO_SECONDS)
+            self.put_back(state.workload, record, record["replicas"])
+            progress.detail = "the surge was undone"
+        except (TimedOut, ReplicasTaken) as exc:
+            progress.detail = "the surge could not be undone (%s); the next run of the rotation undoes it" % exc
+
+    def finish_left_over(self, obj):
+        """A surge a killed run left: back to its recorded replicas, marks removed."""
+        workload = Workload("Deployment", obj["metadata"]["namespace"], obj["metadata"]["name"])
+        progress = WorkloadReplacement(workload, action="finished")
+        record = surge_record(obj)
+        if record is None:
+            patch_workload(self.client, workload, surge_marks_removed())
+            return progress
+        spec = obj.get("spec") or {}
+        state = _Pods(self, workload, spec)
+        leaving = [pod_key(pod) for pod in state.mine() if LEAVING_ANNOTATION in annotations_of(pod)]
+        replicas = spec.get("replicas", 1)
+        if replicas < record["replicas"] + len(leaving):
+            self.undo(progress, state, record, leaving)
+            return progress
+        self.scale(progress, state, record, replicas, record["replicas"], leaving)
+        self.put_back(workload, record, record["replicas"])
+        progress.replaced = sorted(set(leaving) - {pod_key(pod) for pod in state.mine()})
+        return progress
+
+    # StatefulSets and Recreate Deployments: one pod at a time.
+
+    def one_at_a_time(self, progress, obj):
+        workload = progress.workload
+        spec = obj.get("spec") or {}
+        state = _Pods(self, workload, spec)
+        replicas = spec.get("replicas", 1)
+        for key in sorted(state.leaving_now(progress.leaving, self.run_id), reverse=True):
+            pod = state.pod(key)
+            while pod is not None:
+                self.wait(state, replicas, self.deadline, lambda: one_may_go(replicas, state.ready(), state.budgets()))
+                pod = state.pod(key)
+                if pod is None:
+                    break
+                try:
+                    evict_pod(self.client, pod)
+                except ApiException as exc:
+                    if exc.status == 429:  # a PDB counted differently; wait for the next change
+                        self.sleep(1)
+                        continue
+                    if exc.status not in (404, 409):
+                        raise Blocked("%s: evicting %s failed: %s" % (workload.label, key, api_message(exc)))
+                uid = pod["metadata"]["uid"]
+                self.wait(state, replicas, self.deadline, lambda: uid not in state.informer.objects
+                          and state.ready() >= replicas)
+                progress.replaced.append(key)
+                replacement = state.pod(key)
+                if replacement is not None:
+                    progress.replacements.append("%s on %s" % (key, node_of(replacement)))
+                pod = None
+        progress.action = "replaced"
+
+
+class _Pods:
+    """One workload's pods as the namespace's Informer sees them."""
+
+    def __init__(self, replacing, workload, spec):
+        self.replacing = replacing
+        self.workload = workload
+        self.selector = spec.get("selector")
+        self.template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        self.informer = replacing.pods(workload.namespace)
+
+    def mine(self):
+        return [pod for pod in self.informer.objects.values() if not is_terminal(pod) and not is_terminating(pod)
+                and selector_matches(self.selector, pod["metadata"].get("labels") or {})]
+
+    def pod(self, key):
+        return next((pod for pod in self.mine() if pod_key(pod) == key), None)
+
+    def leaving_now(self, asked, run_id):
+        """The asked pods still here, and those a killed run of ``run_id`` marked that still are."""
+        return sorted(pod_key(pod) for pod in self.mine() if pod_key(pod) in asked or is_leaving(pod, run_id))
+
+    def ready(self):
+        return sum(1 for pod in self.mine() if is_ready(pod))
+
+    def budgets(self):
+        return self.replacing.budgets(self.workload.namespace, self.template_labels,
+                                      {pod["metadata"]["uid"] for pod in self.mine()})
+
+    def replacements_ready(self, replicas, leaving):
+        """Every pod that stays is Ready: the replacements of the steps so far are."""
+        staying = [pod for pod in self.mine() if pod_key(pod) not in leaving]
+        return len(staying) >= replicas - sum(1 for pod in self.mine() if pod_key(pod) in leaving) and all(
+            is_ready(pod) for pod in staying)
+
+    def removed(self, replicas):
+        return len(self.mine()) <= replicas
+
+    def describe(self, replicas):
+        mine = self.mine()
+        waiting = sorted(pod_key(pod) + (" (Pending)" if not node_of(pod) else " on %s, not Ready" % node_of(pod))
+                         for pod in mine if not is_ready(pod))
+        return "%d of %d pods Ready at %d replicas%s" % (
+            self.ready(), len(mine), replicas, "; waiting for %s" % ", ".join(waiting[:5]) if waiting else "")
+
+
+def _workloads_of(client, pods, asked):
+    """{Workload: [pod keys]} for the asked pods found in ``pods``, and the asked pods that are gone; InvalidInput
+    naming those without a Deployment or StatefulSet."""
+    found = {pod_key(pod): pod for pod in pods if pod_key(pod) in asked}
+    replica_sets, groups, refused = {}, {}, []
+    for key in sorted(found):
+        pod = found[key]
+        owner = owner_of(pod, {})
+        if owner and owner.kind == "ReplicaSet":
+            if (owner.namespace, owner.name) not in replica_sets:
+                replica_sets[(owner.namespace, owner.name)] = deployment_of(client, owner.namespace, owner.name)
+            owner = replica_sets[(owner.namespace, owner.name)]
+        if owner is None or owner.kind not in ("Deployment", "StatefulSet"):
+            refused.append(key)
+        else:
+            groups.setdefault(owner, []).append(key)
+    if refused:
+        raise InvalidInput("Only pods of Deployments and StatefulSets can be replaced first; not %s. Nothing was "
+                           "changed." % ", ".join(refused))
+    return groups, sorted(set(asked) - set(found))
+
+
+def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
+    """Replace the pods ``settings.pods`` ("namespace/name"), replacement first; finish first any surge a killed
+    run left. Raises TimedOut or Blocked carrying the result."""
+    started = clock()
+    replacing = Replacing(client, settings.run_id, started + settings.timeout, clock)
+    asked = set(settings.pods)
+    pods = []
+    for namespace in sorted({key.split("/", 1)[0] for key in asked}):
+        pods.extend(replacing.pods(namespace).objects.values())
+    groups, gone = _workloads_of(client, [pod for pod in pods if not is_terminating(pod)], asked)
+    progresses = []
+    for workload, keys in sorted(groups.items()):
+        obj = read_workload(client, workload)
+        progress = WorkloadReplacement(workload, keys, replacement_method(workload.kind, (obj or {}).get("spec")))
+        progresses.append((progress, obj))
+    left_over = [obj for obj in surging_deployments(client)
+                 if Workload("Deployment", obj["metadata"]["namespace"], obj["metadata"]["name"]) not in groups]
+    finished = []
+    errors = []
+    if not check_mode:
+        leaving = [key for progress, _obj in progresses for key in progress.leaving]
+        nodes = sorted({node_of(pod) for pod in pods if pod_key(pod) in asked and node_of(pod)})
+        request = smallest_request(pod_requests((obj.get("spec") or {}).get("template") or {})
+                                   for _progress, obj in progresses if obj)
+        finished = [replacing.finish_left_over(obj) for obj in left_over]
+        with steering_while_moving(client, settings.avoid_nodes if progresses else (),
+                                   nodes if settings.keep_zones else (), request, leaving) as steered:
+            errors = _run_by_namespace(replacing, progresses, settings.max_concurrent, clock)
+    else:
+        steered = []
+        for progress, obj in progresses:
+            progress.detail = "would be replaced, replacement first (%s)" % progress.method.replace("_", " ")
+    entries = [progress.result() for progress, _obj in progresses]
+    result = {
+        "changed": bool(finished) or any(entry["replaced"] or entry["replicas_steps"] for entry in entries),
+        "workloads": entries,
+        "gone": gone,
+        "finished_left_over": [progress.result() for progress in finished],
+        "steered_nodes": steered,
+        "summary": {"workloads": len(entries), "pods": sum(len(entry["leaving"]) for entry in entries),
+                    "replaced": sum(len(entry["replaced"]) for entry in entries), "gone": len(gone),
+                    "left_over_finished": len(finished)},
+        "elapsed_seconds": round(clock() - started, 2),
+        "warnings": ["%s: its replicas are also set by %s: if that sets them back during a surge, the surge stops "
+                     "and is undone" % ("%(kind)s %(namespace)s/%(name)s" % entry, ", ".join(entry["replicas_managers"]))
+                     for entry in entries if entry["replicas_managers"] and check_mode],
+    }
+    if errors:
+        error = errors[0]
+        raise type(error)("%s %d of %d workloads replaced their pods; a rerun replaces the rest." % (
+            "; ".join(str(e) for e in errors), sum(1 for entry in entries if entry["action"] == "replaced"),
+            len(entries)), result)
+    return result
+
+
+def _run_by_namespace(replacing, progresses, max_concurrent, clock):
+    """Each namespace's workloads one after another, namespaces ``max_concurrent`` at a time; the errors."""
+    by_namespace = {}
+    for progress, obj in progresses:
+        by_namespace.setdefault(progress.workload.namespace, []).append((progress, obj))
+    errors = []
+
+    def run(items):
+        for progress, obj in items:
+            started = clock()
+            try:
+                if obj is None:
+                    progress.action, progress.detail = "gone", "the workload is gone"
+                elif progress.method == SURGE:
+                    replacing.surge(progress, obj)
+                else:
+                    replacing.one_at_a_time(progress, obj)
+            except (TimedOut, Blocked) as exc:
+                progress.action = "failed"
+                progress.detail = "%s%s" % (exc, "; " + progress.detail if progress.detail else "")
+                errors.append(exc)
+            finally:
+                progress.seconds = round(clock() - started, 2)
+
+    with ThreadPoolExecutor(max_workers=max(1, max_concurrent)) as pool:
+        list(pool.map(run, list(by_namespace.values())))
+    return errors
