@@ -125,7 +125,7 @@ def report_problems(report):
     """Where the rotation did not do what its plan said, or moved pods between zones, as sentences."""
     problems = []
     for batch in report["batches"]:
-        for planned, done, what in (("restarts_planned", "restarts_done", "restarts"),
+        for planned, done, what in (("replacements_planned", "replacements_done", "replacements"),
                                     ("evictions_planned", "evictions_done", "evictions")):
             if sorted(batch[planned]) != sorted(batch[done]):
                 problems.append("batch %s: %s planned %s, done %s" % (
@@ -141,10 +141,10 @@ def report_problems(report):
 
 def print_report(report):
     print("Planned against done, per batch:")
-    print("| batch | nodes | restarts planned | done | evictions planned | done | seconds |")
+    print("| batch | nodes | replacements planned | done | evictions planned | done | seconds |")
     for batch in report["batches"]:
         print("| %s | %s | %d | %d | %d | %d | %s |" % (
-            batch["batch"], ", ".join(batch["nodes"]), len(batch["restarts_planned"]), len(batch["restarts_done"]),
+            batch["batch"], ", ".join(batch["nodes"]), len(batch["replacements_planned"]), len(batch["replacements_done"]),
             len(batch["evictions_planned"]), len(batch["evictions_done"]), batch["seconds"]))
     print("Pods per zone, before and after:")
     for owner, before in sorted(report["zones_before"].items()):

@@ -104,13 +104,17 @@ class DisruptionWatcher:
     """Watches a namespace's pods while a play runs and records what a user would call disruption.
 
     ``min_ready[app]``: the fewest Ready pods an ``app`` label had at any moment;
-    ``max_terminating[app]``: the most of its pods Terminating at once (evictions in flight).
+    ``max_terminating[app]``: the most of its pods Terminating at once (evictions in flight);
+    ``first[uid]``: (app, node) of each pod there at the start; ``churned[app]``: pods created while it watched
+    and deleted again (a replacement that did not stay).
     """
 
     def __init__(self, cluster, namespace):
         self.cluster = cluster
         self.namespace = namespace
         self.pods = {}
+        self.first = {}
+        self.churned = {}
         self.min_ready = {}
         self.max_terminating = {}
         self._stop = threading.Event()
@@ -119,6 +123,9 @@ class DisruptionWatcher:
     def __enter__(self):
         listed = self.cluster.core.list_namespaced_pod(self.namespace)
         self.pods = {pod.metadata.uid: pod for pod in listed.items}
+        self.first = {uid: ((pod.metadata.labels or {}).get("app"), pod.spec.node_name)
+                      for uid, pod in self.pods.items()}
+        self.churned = {}
         self._measure()
         self._resource_version = listed.metadata.resource_version
         self._thread.start()
@@ -156,6 +163,9 @@ class DisruptionWatcher:
     def _record(self, event_type, pod):
         if event_type == "DELETED":
             self.pods.pop(pod.metadata.uid, None)
+            if pod.metadata.uid not in self.first:
+                app = (pod.metadata.labels or {}).get("app")
+                self.churned[app] = self.churned.get(app, 0) + 1
         else:
             self.pods[pod.metadata.uid] = pod
         self._measure()
@@ -182,3 +192,15 @@ def eviction_requests(cluster):
 
 def evictions_since(cluster, before, code="201"):
     return eviction_requests(cluster).get(code, 0) - before.get(code, 0)
+
+
+def surge_leftovers(cluster, namespace):
+    """What a replacement first may leave behind in a namespace, in words: Deployments still marked as surging,
+    pods still marked as leaving."""
+    found = ["Deployment %s still carries %s" % (item.metadata.name, key)
+             for item in cluster.apps.list_namespaced_deployment(namespace).items
+             for key in ("kubeops.io/surge", "kubeops.io/surging")
+             if key in (item.metadata.annotations or {}) or key in (item.metadata.labels or {})]
+    found.extend("pod %s still carries kubeops.io/leaving" % pod.metadata.name for pod in cluster.pods(namespace)
+                 if "kubeops.io/leaving" in (pod.metadata.annotations or {}) and not pod.metadata.deletion_timestamp)
+    return found

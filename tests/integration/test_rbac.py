@@ -216,7 +216,7 @@ def test_the_full_role_carries_a_whole_rotation(cluster, identities, demo, tmp_p
     assert "batch 2/2: 2 nodes" in completed.stdout
     report = json.loads((tmp_path / "rotation-report.json").read_text())
     assert sum(len(batch["evictions_done"]) for batch in report["batches"]) > 0, report["batches"]
-    assert sum(len(batch["restarts_done"]) for batch in report["batches"]) > 0, report["batches"]
+    assert sum(len(batch["replacements_done"]) for batch in report["batches"]) > 0, report["batches"]
     assert not _placeholders(cluster, demo), "placeholders are released"
     # Events are a courtesy the engine skips silently when refused: only here does a missing verb show.
     pod_events = {event.reason for event in cluster.core.list_namespaced_event(demo.namespace).items

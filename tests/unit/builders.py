@@ -65,17 +65,24 @@ def anti_affinity(app):
         {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": app}}}]}}
 
 
-def pdb(name="web", namespace="ns", selector=None, allowed=0, healthy=None, blocked_since=None):
+def pdb(name="web", namespace="ns", selector=None, allowed=0, healthy=None, blocked_since=None, min_available=None,
+        max_unavailable=None, expected=None):
     """A PodDisruptionBudget selecting app=``name`` unless ``selector`` is given; ``healthy`` is
-    (currentHealthy, desiredHealthy); ``blocked_since`` adds a DisruptionAllowed=False condition."""
+    (currentHealthy, desiredHealthy); ``blocked_since`` adds a DisruptionAllowed=False condition;
+    ``min_available`` or ``max_unavailable`` go into its spec, ``expected`` is its status's expectedPods."""
     status = {"disruptionsAllowed": allowed}
     if healthy:
         status.update(currentHealthy=healthy[0], desiredHealthy=healthy[1])
+    if expected is not None:
+        status["expectedPods"] = expected
     if blocked_since:
         status["conditions"] = [{"type": "DisruptionAllowed", "status": "False", "lastTransitionTime": blocked_since}]
-    return {"metadata": {"name": name, "namespace": namespace},
-            "spec": {"selector": {"matchLabels": {"app": name}} if selector is None else selector},
-            "status": status}
+    spec = {"selector": {"matchLabels": {"app": name}} if selector is None else selector}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": spec, "status": status}
 
 
 def replica_set(name="web-rs", deployment="web", namespace="ns"):

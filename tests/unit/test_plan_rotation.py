@@ -16,16 +16,17 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation imp
     make_batches,
     move_of,
     plan_rotation,
-    surging_workload,
+    replacing_workload,
     version_tuple,
     warm_template,
 )
-from builders import ZONE, node, pdb, pod
+from builders import ZONE, anti_affinity, node, pdb, pod
 
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
 WEB = Workload("Deployment", "ns", "web")
 SOLO = Workload("Deployment", "ns", "solo")
 KEEP = Workload("Deployment", "ns", "keep")
+DB = Workload("StatefulSet", "ns", "db")
 OWNERS = {("ns", "web-rs"): "web", ("ns", "solo-rs"): "solo", ("ns", "keep-rs"): "keep"}
 TEMPLATE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}
@@ -109,38 +110,38 @@ def test_most_disruptive_first_reverses_the_order_within_a_zone_and_zoneless_nod
     assert batches == [{"zone": None, "nodes": ["x1"]}, {"zone": "a", "nodes": ["a2", "a1"]}]
 
 
-def test_only_deployments_and_statefulsets_surge_on_restart():
-    assert surging_workload(pod(), OWNERS) == WEB
-    assert surging_workload(pod(kind="StatefulSet", owner="db"), OWNERS) == Workload("StatefulSet", "ns", "db")
-    assert surging_workload(pod(owner="orphan-rs"), OWNERS) is None
-    assert surging_workload(pod(kind="DaemonSet", owner="agent"), OWNERS) is None
-    assert surging_workload(pod(kind=None), OWNERS) is None
+def test_only_deployments_and_statefulsets_replace_their_pods_first():
+    assert replacing_workload(pod(), OWNERS) == WEB
+    assert replacing_workload(pod(kind="StatefulSet", owner="db"), OWNERS) == DB
+    assert replacing_workload(pod(owner="orphan-rs"), OWNERS) is None
+    assert replacing_workload(pod(kind="DaemonSet", owner="agent"), OWNERS) is None
+    assert replacing_workload(pod(kind=None), OWNERS) is None
 
 
-def test_move_of_restarts_what_eviction_cannot_move_safely():
+def test_move_of_replaces_first_what_eviction_cannot_move_safely():
     options = FilterOptions()
     pdb_zero = [pdb("db")]
     assert move_of(pod("p", "n"), WEB, 3, [], options) == ("evict", "evictable")
-    assert move_of(pod("p", "n"), WEB, 1, [], options) == ("restart", "single replica")
+    assert move_of(pod("p", "n"), WEB, 1, [], options) == ("replace", "single replica")
     assert move_of(pod("p", "n", annotations={"karpenter.sh/do-not-disrupt": "true"}), WEB, 3, [], options) \
-        == ("restart", "do-not-disrupt")
+        == ("replace", "do-not-disrupt")
     assert move_of(pod("p", "n", app="db"), WEB, 3, pdb_zero, options) == \
-        ("restart", "PDB db allows no disruption now")
+        ("replace", "PDB db allows no disruption now")
     assert move_of(pod("p", "n", app="db"), WEB, 3, [pdb("db", allowed=1)], options) == ("evict", "evictable")
     assert move_of(pod("p", "n", kind=None), None, None, [], options)[0] == "blocked"
     assert move_of(pod("p", "n", kind="DaemonSet", owner="agent"), None, None, [], options) == ("stays", "daemonset")
 
 
-def test_move_of_restarts_a_pod_protected_for_a_duration_and_evicts_one_whose_annotation_says_false():
+def test_move_of_replaces_a_pod_protected_for_a_duration_and_evicts_one_whose_annotation_says_false():
     options = FilterOptions()
     for value in ("30m", "1h30m"):
         assert move_of(pod("p", "n", annotations={"karpenter.sh/do-not-disrupt": value}), WEB, 3, [], options) == \
-            ("restart", "do-not-disrupt")
+            ("replace", "do-not-disrupt")
     assert move_of(pod("p", "n", annotations={"karpenter.sh/do-not-disrupt": "false"}), WEB, 3, [], options) == \
         ("evict", "evictable")
 
 
-def test_move_of_blocks_what_has_no_workload_to_restart_unless_options_allow():
+def test_move_of_blocks_what_has_no_workload_to_replace_it_unless_options_allow():
     protected = pod("p", "n", owner="orphan-rs", annotations={"karpenter.sh/do-not-disrupt": "true"})
     assert move_of(protected, None, None, [], FilterOptions()) == \
         ("blocked", "do-not-disrupt pod without a Deployment or StatefulSet to restart")
@@ -168,14 +169,12 @@ def rotation():
     return nodes, pods, replicas, settings
 
 
-def test_plan_warms_nodes_restarts_single_replicas_and_reports_what_does_not_fit():
+def test_plan_warms_nodes_replaces_single_replicas_first_and_reports_what_does_not_fit():
     nodes, pods, replicas, settings = rotation()
     plan = plan_rotation(nodes, pods, [], OWNERS, replicas, settings, NOW)
     first, second = plan["batches"]
     assert first["nodes"] == ["old-1"] and second["nodes"] == ["old-2"]
-    solo = {"kind": "Deployment", "namespace": "ns", "name": "solo"}
-    assert first["restart"] == [dict(solo, target=solo, reason="single replica", pods=["ns/solo-x"],
-                                     replaces=["ns/solo-x"])]
+    assert first["replace"] == [replace_entry(SOLO, "single replica", ["ns/solo-x"])]
     assert first["evict"] == ["ns/web-1"] and first["warm_nodes"] == 1 and first["fits"]
     assert second["blocked"][0]["pod"] == "ns/bare" and plan["safe"] is False and plan["fits"] is True
     assert plan["nodes"] == [{"name": "old-1", "zone": "a", "reasons": ["named"]},
@@ -192,8 +191,11 @@ def test_plan_summary_opens_with_the_rotation_and_names_each_batch():
     nodes, pods, replicas, settings = rotation()
     summary = plan_rotation(nodes, pods, [], OWNERS, replicas, settings, NOW)["summary"]
     assert summary[0] == "Rotation r1: 2 node(s) in 2 batch(es)."
-    assert summary[1].startswith("batch 1/2 (zone a): old-1; restart 1 workload(s), evict 1 pod(s), 1 warm node(s)")
-    assert "BLOCKED: ns/bare (unreplicated:" in summary[2]
+    assert summary[1] == ("batch 1/2 (zone a): old-1; replace first 1 pod(s) of 1 workload(s), evict 1 pod(s), "
+                          "1 warm node(s) (a 1)")
+    assert summary[2] == "  Deployment ns/solo: surge by 1 pod(s) (single replica)"
+    assert summary[3].startswith("batch 2/2 (zone b): old-2; replace first 0 pod(s) of 0 workload(s), evict 1 pod(s)")
+    assert "BLOCKED: ns/bare (unreplicated:" in summary[3]
 
 
 def test_a_pod_whose_volume_is_bound_to_a_zone_is_placed_only_there():
@@ -257,42 +259,44 @@ def three_batches(pool_labels=None):
     return plan_rotation(nodes, pods, [], OWNERS, {KEEP: 3, SOLO: 1, WEB: 3}, settings, NOW)
 
 
-def restart_entry(workload, reason, pods, replaces):
-    return dict(workload.target(), target=workload.target(), reason=reason, pods=pods, replaces=replaces)
+def replace_entry(workload, reason, pods, method="surge"):
+    return dict(workload.target(), reason=reason, pods=pods, method=method)
 
 
-def test_a_do_not_disrupt_workload_restarts_once_at_its_first_batch_replacing_its_pods_of_every_batch():
+def test_a_do_not_disrupt_workload_is_replaced_in_each_batch_of_its_pods_with_only_that_batchs_pods():
     plan = three_batches()
     first, second, third = plan["batches"]
     assert [batch["nodes"] for batch in plan["batches"]] == [["old-a1"], ["old-a2"], ["old-b1"]]
-    assert first["restart"] == [restart_entry(KEEP, "do-not-disrupt", ["ns/keep-1"],
-                                              ["ns/keep-1", "ns/keep-2", "ns/keep-3"])]
-    assert [entry["name"] for entry in second["restart"]] == ["solo"] and third["restart"] == []
-    assert first["moved_earlier"] == []
-    assert second["moved_earlier"] == [{"pod": "ns/keep-2", "by": "Deployment ns/keep", "batch": 1}]
-    assert third["moved_earlier"] == [{"pod": "ns/keep-3", "by": "Deployment ns/keep", "batch": 1}]
-    assert plan["summary"][2].endswith("; 1 pod(s) already moved by an earlier restart")
+    assert first["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-1"])]
+    assert second["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-2"]),
+                                 replace_entry(SOLO, "single replica", ["ns/solo-1"])]
+    assert third["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-3"])]
+    assert all("moved_earlier" not in batch for batch in plan["batches"])
+    assert plan["summary"][3:6] == [
+        "batch 2/3 (zone zone-a): old-a2; replace first 2 pod(s) of 2 workload(s), evict 0 pod(s), 1 warm node(s) "
+        "(zone-a 1)",
+        "  Deployment ns/keep: surge by 1 pod(s) (do-not-disrupt)",
+        "  Deployment ns/solo: surge by 1 pod(s) (single replica)"]
     assert plan["fits"] and plan["safe"]
 
 
-def test_a_single_replica_restarts_in_its_own_batch_and_plain_pods_are_evicted_in_theirs():
+def test_plain_pods_are_evicted_in_the_batch_of_their_node():
     first, second, third = three_batches()["batches"]
-    assert second["restart"] == [restart_entry(SOLO, "single replica", ["ns/solo-1"], ["ns/solo-1"])]
     assert [first["evict"], second["evict"], third["evict"]] == [["ns/web-1"], [], ["ns/web-2"]]
 
 
-def test_warm_nodes_are_added_in_the_zones_of_the_pods_they_take_in_and_counted_up_per_zone():
+def test_warm_nodes_count_only_the_batchs_movers_in_their_zones_and_add_up_per_zone():
     plan = three_batches()
     first, second, third = plan["batches"]
-    # Batch 1 takes web-1 and all of keep: 5 cpu from zone-a (2 nodes), keep-3's 2 cpu from zone-b (1 node).
-    assert first["warm_new"] == {"zone-a": 2, "zone-b": 1} and first["warm_nodes"] == 3
-    assert second["warm_new"] == {"zone-a": 1} and second["warm_nodes"] == 1
-    assert third["warm_new"] == {"zone-b": 1} and third["warm_nodes"] == 1
+    # Each batch moves 3 cpu (a keep pod of 2 and a web or solo pod of 1) from its own zone: one 4-cpu node.
+    assert [batch["warm_new"] for batch in plan["batches"]] == [{"zone-a": 1}, {"zone-a": 1}, {"zone-b": 1}]
+    assert [batch["warm_nodes"] for batch in plan["batches"]] == [1, 1, 1]
     assert [batch["warm_zones"] for batch in plan["batches"]] == [
-        [{"zone": "zone-a", "count": 2}, {"zone": "zone-b", "count": 1}],
-        [{"zone": "zone-a", "count": 3}, {"zone": "zone-b", "count": 1}],
-        [{"zone": "zone-a", "count": 3}, {"zone": "zone-b", "count": 2}]]
-    assert plan["summary"][1].endswith("restart 1 workload(s), evict 1 pod(s), 3 warm node(s) (zone-a 2, zone-b 1)")
+        [{"zone": "zone-a", "count": 1}],
+        [{"zone": "zone-a", "count": 2}],
+        [{"zone": "zone-a", "count": 2}, {"zone": "zone-b", "count": 1}]]
+    assert plan["summary"][1].endswith("replace first 1 pod(s) of 1 workload(s), evict 1 pod(s), 1 warm node(s) "
+                                       "(zone-a 1)")
 
 
 def test_the_moving_workloads_keep_their_pods_per_zone():
@@ -300,42 +304,44 @@ def test_the_moving_workloads_keep_their_pods_per_zone():
     counts = {"ns/Deployment/keep": {"zone-a": 2, "zone-b": 1}, "ns/Deployment/solo": {"zone-a": 1},
               "ns/Deployment/web": {"zone-a": 1, "zone-b": 1}}
     assert plan["zone_counts"] == counts and plan["zone_counts_planned"] == counts
-    assert plan["warnings"] == []
+    assert plan["warnings"] == [] and plan["pool_zones"] is None
 
 
 def test_a_pool_pinned_to_a_zone_warms_only_there_and_warns_that_the_other_zones_pods_move_there():
     plan = three_batches({"pool": "new", ZONE: "zone-a"})
-    assert [batch["warm_new"] for batch in plan["batches"]] == [{"zone-a": 2}, {"zone-a": 1}, {"zone-a": 1}]
-    assert plan["batches"][-1]["warm_zones"] == [{"zone": "zone-a", "count": 4}]
-    warning = "the pool provisions only in zone zone-a: the pods of zone(s) zone-b move to zone-a"
+    assert [batch["warm_new"] for batch in plan["batches"]] == [{"zone-a": 1}, {"zone-a": 1}, {"zone-a": 1}]
+    assert plan["batches"][-1]["warm_zones"] == [{"zone": "zone-a", "count": 3}]
+    warning = ("the pool provisions only in zone(s) zone-a: the pods of zone(s) zone-b move there, or to other nodes "
+               "of their own zone")
     assert plan["warnings"] == [warning] and plan["summary"][-1] == "warning: " + warning
     assert plan["fits"]
     assert plan["zone_counts_planned"] == {"ns/Deployment/keep": {"zone-a": 3}, "ns/Deployment/solo": {"zone-a": 1},
                                            "ns/Deployment/web": {"zone-a": 2}}
 
 
-def test_an_evictable_pod_of_a_workload_that_restarts_anyway_is_moved_by_that_restart():
+def test_an_evictable_pod_of_a_workload_replaced_elsewhere_is_still_evicted_in_its_own_batch():
     nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("spare", zone="a")]
     pods = [pod("web-1", "old-a1"), pod("web-2", "old-a2", annotations=DO_NOT_DISRUPT)]
-    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 3}, settings_for(nodes), NOW)
-    first, second = plan["batches"]
-    # The restart's reason is the pod that needs it, wherever that pod is.
-    assert first["restart"] == [restart_entry(WEB, "do-not-disrupt", ["ns/web-1"], ["ns/web-1", "ns/web-2"])]
-    assert first["evict"] == [] and second["evict"] == [] and second["restart"] == []
-    assert second["moved_earlier"] == [{"pod": "ns/web-2", "by": "Deployment ns/web", "batch": 1}]
+    first, second = plan_rotation(nodes, pods, [], OWNERS, {WEB: 3}, settings_for(nodes), NOW)["batches"]
+    assert first["evict"] == ["ns/web-1"] and first["replace"] == []
+    assert second["evict"] == [] and second["replace"] == [replace_entry(WEB, "do-not-disrupt", ["ns/web-2"])]
 
 
-def test_warm_nodes_for_a_restart_leave_room_for_the_daemonset_pods_of_every_node_it_empties():
+def test_warm_nodes_leave_room_for_the_daemonset_pods_of_the_batchs_own_nodes():
     nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("old-b1", zone="b")]
     agents = [pod("agent-" + name, name, kind="DaemonSet", owner="agent", cpu="1") for name in
               ("old-a1", "old-a2", "old-b1")]
     keep = [pod("keep-%d" % index, name, app="keep", cpu="1600m", annotations=DO_NOT_DISRUPT)
             for index, name in enumerate(("old-a1", "old-a2", "old-b1", "old-b1"))]
     settings = settings_for(nodes, pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
-    first = plan_rotation(nodes, agents + keep, [], OWNERS, {KEEP: 4}, settings, NOW)["batches"][0]
-    # 3.2 cpu per zone on warm nodes with 3 of their 4 cpu left once the agent runs there: 2 nodes a zone.
-    assert first["nodes"] == ["old-a1"] and first["warm_new"] == {"a": 2, "b": 2}
-    assert "need 2 node(s) of cpu 3," in first["warm_computed"]
+    first, second, third = plan_rotation(nodes, agents + keep, [], OWNERS, {KEEP: 4}, settings, NOW)["batches"]
+    # 1.6 cpu a pod on warm nodes with 3 of their 4 cpu left once the agent runs there: 1 node for old-a1's pod,
+    # 1 for old-a2's, 2 for the two of old-b1.
+    assert [first["nodes"], second["nodes"], third["nodes"]] == [["old-a1"], ["old-a2"], ["old-b1"]]
+    assert [first["warm_new"], second["warm_new"], third["warm_new"]] == [{"a": 1}, {"a": 1}, {"b": 2}]
+    assert "need 1 node(s) of cpu 3," in first["warm_computed"]
+    assert "need 2 node(s) of cpu 3," in third["warm_computed"]
+    assert third["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-2", "ns/keep-3"])]
 
 
 def zones_a_and_b(spare_a_cpu="1"):
@@ -366,7 +372,7 @@ def test_zone_counts_of_counts_more_workloads_than_those_that_move():
 
 def no_room_but_on_the_rotation(spare_cpu):
     """Two roomy nodes of zone a rotated; the only other room is spare-b in zone b. keep (do-not-disrupt)
-    has a pod on each rotated node and restarts in batch 1; web's pod on old-a2 goes in batch 2."""
+    has a pod on each rotated node, replaced in the batch of its node; web's pod on old-a2 goes in batch 2."""
     nodes = [node("old-a1", zone="a", cpu="64"), node("old-a2", zone="a", cpu="64"),
              node("spare-b", zone="b", cpu=spare_cpu)]
     pods = [pod("keep-1", "old-a1", app="keep", cpu="1", annotations=DO_NOT_DISRUPT),
@@ -381,7 +387,8 @@ def test_no_moved_pod_is_planned_onto_a_node_of_the_rotation():
     assert plan["fits"]
     assert plan["zone_counts_planned"] == {"ns/Deployment/keep": {"b": 2}, "ns/Deployment/web": {"b": 1}}
     tight = no_room_but_on_the_rotation(spare_cpu="2")
-    assert tight["batches"][0]["fits"], "keep-1 and keep-2 take spare-b, not old-a2 where keep-2 runs"
+    assert tight["batches"][0]["fits"], "keep-1 takes spare-b, not roomy old-a2 of the next batch"
+    assert tight["batches"][1]["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-2"])]
     assert tight["batches"][1]["unplaced"] == [
         {"pod": "ns/web-1", "reason": "no node has room for its requests (cpu 1, memory 6.71089e+07)"}]
 
@@ -391,7 +398,100 @@ def test_a_node_karpenter_may_not_disrupt_is_rotated_all_the_same_with_a_note():
              node("old-2", annotations={"karpenter.sh/do-not-disrupt": "false"})]
     plan = plan_rotation(nodes, [], [], OWNERS, {}, settings_for(nodes), NOW)
     note = ("annotated karpenter.sh/do-not-disrupt: true; Karpenter will not disrupt it, this rotation does because "
-            "it was selected, moving its pods by restart or eviction as planned")
+            "it was selected, moving its pods by replacement first or eviction as planned")
     assert plan["nodes"] == [{"name": "old-1", "zone": None, "reasons": ["selected"], "notes": [note]},
                              {"name": "old-2", "zone": None, "reasons": ["selected"]}]
     assert plan["summary"][-1] == "node old-1: " + note
+
+
+def test_warm_nodes_are_added_one_at_a_time_while_hostname_anti_affinity_leaves_a_pod_out():
+    nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("stay-a", zone="a")]
+    pods = [pod("db-%d" % index, name, app="db", kind="StatefulSet", owner="db", affinity=anti_affinity("db"))
+            for index, name in enumerate(("old-a1", "old-a2", "stay-a"))]
+    settings = settings_for(nodes, batch_size="2", pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
+    plan = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, settings, NOW)
+    (batch,) = plan["batches"]
+    # Their requests take one 4-cpu node, but no two db pods may share one, nor go to stay-a.
+    assert "need 1 node(s)" in batch["warm_computed"]
+    assert batch["nodes"] == ["old-a1", "old-a2"] and batch["evict"] == ["ns/db-0", "ns/db-1"]
+    assert batch["warm_new"] == {"a": 2} and batch["fits"] and plan["fits"]
+    unwarmed = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, dataclasses.replace(settings, template_allocatable=None),
+                             NOW)
+    assert [entry["reason"] for entry in unwarmed["batches"][0]["unplaced"]] == [
+        "hostname anti-affinity leaves no node"] * 2
+
+
+def test_the_pods_of_a_zone_the_pool_does_not_serve_are_warmed_for_in_its_first_zone():
+    nodes = [node("old-c1", zone="c"), node("stay-a", zone="a", cpu="0")]
+    settings = settings_for(nodes, pool_labels={"pool": "new"}, pool_zones=("b", "a"),
+                            template_allocatable=dict(TEMPLATE))
+    plan = plan_rotation(nodes, [pod("web-1", "old-c1")], [], OWNERS, {WEB: 3}, settings, NOW)
+    assert plan["batches"][0]["warm_new"] == {"a": 1} and plan["fits"]
+    assert plan["zone_counts_planned"] == {"ns/Deployment/web": {"a": 1}}
+    assert plan["pool_zones"] == ["a", "b"]
+    assert plan["warnings"] == ["the pool provisions only in zone(s) a, b: the pods of zone(s) c move there, or to "
+                                "other nodes of their own zone"]
+
+
+def test_a_pod_whose_volume_is_bound_to_a_zone_the_pool_does_not_serve_and_no_node_stays_in_does_not_fit():
+    nodes = [node("old-c1", zone="c"), node("stay-a", zone="a"), node("stay-b", zone="b")]
+    data = pod("db-0", "old-c1", app="db", kind="StatefulSet", owner="db",
+               volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}])
+    settings = settings_for(nodes, pool_labels={"pool": "new"}, pool_zones=("a", "b"),
+                            template_allocatable=dict(TEMPLATE))
+    plan = plan_rotation(nodes, [data], [], OWNERS, {DB: 3}, settings, NOW, claim_zones={"ns/data-db-0": "c"})
+    (batch,) = plan["batches"]
+    assert plan["fits"] is False
+    assert [entry["pod"] for entry in batch["unplaced"]] == ["ns/db-0"]
+    assert batch["unplaced"][0]["reason"].startswith(
+        "its volume is bound to zone c, where the pool provides no node: ")
+    assert "c" not in batch["warm_new"] and all(entry["zone"] != "c" for entry in batch["warm_zones"])
+    stay_c = plan_rotation(nodes + [node("stay-c", zone="c")], [data], [], OWNERS, {DB: 3}, settings, NOW,
+                           claim_zones={"ns/data-db-0": "c"})
+    assert stay_c["fits"] and stay_c["zone_counts_planned"] == {"ns/StatefulSet/db": {"c": 1}}
+
+
+def protected_db_plan(budget):
+    """One do-not-disrupt pod of StatefulSet db (1 replica) on the rotated node old-a1, under ``budget``."""
+    nodes = [node("old-a1", zone="a"), node("stay-a", zone="a")]
+    db = pod("db-0", "old-a1", app="db", kind="StatefulSet", owner="db", annotations=DO_NOT_DISRUPT)
+    return plan_rotation(nodes, [db], [budget], OWNERS, {DB: 1}, settings_for(nodes), NOW)
+
+
+def test_a_statefulset_pod_is_blocked_under_a_pdb_that_allows_no_disruption_even_with_every_pod_ready():
+    plan = protected_db_plan(pdb("db", min_available=1, expected=1))
+    (batch,) = plan["batches"]
+    assert batch["replace"] == [] and plan["safe"] is False
+    assert batch["blocked"] == [{"pod": "ns/db-0", "reason": "do-not-disrupt, and its StatefulSet cannot surge while "
+                                 "PDB db allows no disruption even with every pod Ready"}]
+
+
+def test_a_statefulset_pod_is_replaced_one_at_a_time_under_a_pdb_that_allows_one():
+    plan = protected_db_plan(pdb("db", max_unavailable=1, expected=1, allowed=1))
+    (batch,) = plan["batches"]
+    assert batch["blocked"] == [] and plan["safe"]
+    assert batch["replace"] == [replace_entry(DB, "do-not-disrupt", ["ns/db-0"], method="one_at_a_time")]
+    assert plan["summary"][2] == "  StatefulSet ns/db: one at a time, 1 pod(s) (do-not-disrupt)"
+
+
+def test_move_of_blocks_only_workloads_that_cannot_surge_under_a_pdb_that_never_allows_one():
+    protected = pod("db-0", "n", app="db", kind="StatefulSet", owner="db", annotations=DO_NOT_DISRUPT)
+    never = [pdb("db", min_available=1, expected=1)]
+    assert move_of(protected, DB, 1, never, FilterOptions(), one_at_a_time=True)[0] == "blocked"
+    assert move_of(protected, DB, 1, never, FilterOptions()) == ("replace", "do-not-disrupt")
+    assert move_of(protected, DB, 1, [pdb("db", min_available=1)], FilterOptions(), one_at_a_time=True) == \
+        ("replace", "do-not-disrupt"), "without expectedPods the PDB is not judged"
+
+
+def test_a_recreate_deployment_is_replaced_one_at_a_time_and_an_autoscaled_one_names_its_hpa():
+    nodes = [node("old-a1", zone="a"), node("stay-a", zone="a")]
+    pods = [pod("keep-1", "old-a1", app="keep", annotations=DO_NOT_DISRUPT), pod("solo-1", "old-a1", app="solo")]
+    plan = plan_rotation(nodes, pods, [], OWNERS, {KEEP: 2, SOLO: 1}, settings_for(nodes), NOW,
+                         one_at_a_time=frozenset({KEEP}), autoscalers={SOLO: "solo-hpa"})
+    assert plan["batches"][0]["replace"] == [
+        replace_entry(KEEP, "do-not-disrupt", ["ns/keep-1"], method="one_at_a_time"),
+        dict(replace_entry(SOLO, "single replica", ["ns/solo-1"]), autoscaler="solo-hpa")]
+    assert plan["summary"][2:] == [
+        "  Deployment ns/keep: one at a time, 1 pod(s) (do-not-disrupt)",
+        "  Deployment ns/solo: surge by 1 pod(s) (single replica); HPA solo-hpa: its minReplicas rises with the surge "
+        "and comes back after"]
