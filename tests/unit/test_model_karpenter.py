@@ -10,9 +10,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter i
     claims_by_node,
     drift_reason,
     is_drifted,
+    nodepool_zones,
 )
 
 NODEPOOL = "karpenter.sh/nodepool"
+ZONE = "topology.kubernetes.io/zone"
 
 
 def claim(name="general-x7k", node_name="ip-10-0-1-5", pool="general", drifted="True", reason="NodePoolDrifted",
@@ -90,3 +92,16 @@ def test_claims_by_node_maps_registered_nodes_to_their_claims_only():
     first, second, launching = claim("a", "n1"), claim("b", "n2"), claim("c", None)
     assert claims_by_node([first, launching, second]) == {"n1": first, "n2": second}
     assert claims_by_node([]) == {} and claims_by_node(None) == {}
+
+
+def nodepool(*requirements):
+    return {"metadata": {"name": "general"}, "spec": {"template": {"spec": {"requirements": list(requirements)}}}}
+
+
+def test_a_nodepool_serves_the_zones_its_requirements_name_and_any_zone_otherwise():
+    assert nodepool_zones(nodepool({"key": ZONE, "operator": "In", "values": ["b", "a"]})) == ("a", "b")
+    assert nodepool_zones(nodepool({"key": ZONE, "operator": "In", "values": ["a", "b"]},
+                                   {"key": ZONE, "operator": "In", "values": ["b", "c"]})) == ("b",)
+    assert nodepool_zones(nodepool({"key": ZONE, "operator": "NotIn", "values": ["a"]},
+                                   {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]})) is None
+    assert nodepool_zones(nodepool()) is None and nodepool_zones({"metadata": {"name": "bare"}}) is None

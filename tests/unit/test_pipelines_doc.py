@@ -30,9 +30,10 @@ TASK_NAMES = (
     "Write the report as JSON",
 )
 # The JSON report as the page describes it: its top-level keys, the keys of each entry of batches and of left.
-REPORT_KEYS = ("rotation_id", "plan", "batches", "zones_before", "zones_planned", "zones_after", "left")
-BATCH_KEYS = ("batch", "nodes", "restarts_planned", "restarts_done", "evictions_planned", "evictions_done",
-              "moved_earlier", "restarted", "evicted", "differences", "seconds", "warm_seconds", "restart_seconds",
+REPORT_KEYS = ("rotation_id", "outcome", "stopped", "check_mode", "plan", "planned_batches", "batches", "zones_before",
+               "zones_planned", "zones_after", "left")
+BATCH_KEYS = ("batch", "nodes", "replacements_planned", "replacements_done", "replaced_workloads", "evictions_planned",
+              "evictions_done", "replaced", "evicted", "differences", "seconds", "warm_seconds", "replace_seconds",
               "evict_seconds", "row")
 LEFT_KEYS = ("batch", "step", "reason")
 
