@@ -144,7 +144,7 @@ def test_move_of_replaces_a_pod_protected_for_a_duration_and_evicts_one_whose_an
 def test_move_of_blocks_what_has_no_workload_to_replace_it_unless_options_allow():
     protected = pod("p", "n", owner="orphan-rs", annotations={"karpenter.sh/do-not-disrupt": "true"})
     assert move_of(protected, None, None, [], FilterOptions()) == \
-        ("blocked", "do-not-disrupt pod without a Deployment or StatefulSet to restart")
+        ("blocked", "do-not-disrupt pod without a Deployment or StatefulSet to replace it first")
     scratch = pod("p", "n", volumes=[{"name": "tmp", "emptyDir": {}}])
     assert move_of(scratch, None, None, [], FilterOptions())[1].startswith("local-storage: emptyDir tmp")
     assert move_of(scratch, None, None, [], FilterOptions(delete_emptydir_data=True)) == ("evict", "evictable")
@@ -419,6 +419,24 @@ def test_warm_nodes_are_added_one_at_a_time_while_hostname_anti_affinity_leaves_
                              NOW)
     assert [entry["reason"] for entry in unwarmed["batches"][0]["unplaced"]] == [
         "hostname anti-affinity leaves no node"] * 2
+
+
+def test_pods_whose_volumes_are_bound_to_a_zone_are_placed_with_the_batch_and_warmed_for_node_by_node():
+    nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("stay-a", zone="a")]
+    pods = [pod("db-%d" % index, name, app="db", kind="StatefulSet", owner="db", affinity=anti_affinity("db"),
+                volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-%d" % index}}])
+            for index, name in enumerate(("old-a1", "old-a2", "stay-a"))]
+    claims = {"ns/data-db-%d" % index: "a" for index in range(3)}
+    settings = settings_for(nodes, batch_size="2", pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
+    (batch,) = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, settings, NOW, claim_zones=claims)["batches"]
+    assert batch["warm_new"] == {"a": 2} and batch["fits"], "no two db pods share a node, volumes or not"
+    # Two 2-cpu pods bound to zone a and one 3-cpu node that stays there: the second does not fit on it too.
+    heavy = [pod("data-%d" % index, "old-a1", app="data", cpu="2",
+                 volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "d-%d" % index}}]) for index in range(2)]
+    small = [node("old-a1", zone="a"), node("stay-a", zone="a", cpu="3")]
+    plan = plan_rotation(small, heavy, [], OWNERS, {}, settings_for(small), NOW,
+                         claim_zones={"ns/d-0": "a", "ns/d-1": "a"})
+    assert len(plan["batches"][0]["unplaced"]) == 1 and plan["fits"] is False
 
 
 def test_the_pods_of_a_zone_the_pool_does_not_serve_are_warmed_for_in_its_first_zone():

@@ -53,7 +53,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, fit, in_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, in_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     ONE_AT_A_TIME,
     SURGE,
@@ -231,7 +231,7 @@ def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False):
     if verdict.action == "refuse":
         return "blocked", "%s: %s" % (verdict.reason, verdict.detail)
     if protected:
-        return "blocked", "do-not-disrupt pod without a Deployment or StatefulSet to restart"
+        return "blocked", "do-not-disrupt pod without a Deployment or StatefulSet to replace it first"
     return "evict", "evictable"
 
 
@@ -358,20 +358,30 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         here = sorted((move for name in batch["nodes"] for move in moves_on.get(name, ())),
                       key=lambda move: position[pod_key(move[0])])
         movers = [pod for pod, _w, method, _r in here if method in ("evict", "replace")]
-        warm_new, warm, free_by_zone = {}, [], {}
-        if settings.template_allocatable:
-            warm_new, warm, batch["warm_computed"], free_by_zone = _warm_for_batch(
-                index, movers, daemons, settings.template_allocatable, pool_labels, zone_by_node, pool_zones)
-        source_zone = {pod_key(pod): zone_by_node.get(node_of(pod)) for pod in movers}
-
-        def other_zone_first_last(pod, node):
-            return zone_of(node) != source_zone.get(pod_key(pod))
-
         bound_zones = {}
         for pod in movers:
             bound = bound_volume(pod, claim_zones or {})
             if bound:
                 bound_zones[pod_key(pod)] = bound[1]
+
+        def served(zones):
+            return pool_zones is None or any(zone in pool_zones for zone in zones.split(","))
+
+        warm_new, warm, free_by_zone = {}, [], {}
+        if settings.template_allocatable:
+            # A pod whose volume is in a zone the pool does not serve can only go to a node of that zone that stays.
+            warm_new, warm, batch["warm_computed"], free_by_zone = _warm_for_batch(
+                index, [pod for pod in movers if served(bound_zones.get(pod_key(pod), ""))], daemons,
+                settings.template_allocatable, pool_labels, zone_by_node, pool_zones)
+        source_zone = {pod_key(pod): zone_by_node.get(node_of(pod)) for pod in movers}
+
+        def other_zone_first_last(pod, node):
+            return zone_of(node) != source_zone.get(pod_key(pod))
+
+        def where(pod, nodes):
+            zones = bound_zones.get(pod_key(pod))
+            return [node for node in nodes if in_zones(node, zones)] if zones else nodes
+
         places = targets + warmed + warm
         for name in batch["nodes"]:
             room.remove_node(name)
@@ -380,40 +390,43 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         placement, unplaced = room.place([p for p in movers if pod_key(p) not in bound_zones], places,
                                          other_zone_first_last, lambda pod: source_zone.get(pod_key(pod)))
         by_key = {pod_key(pod): pod for pod in movers}
+        for pod in [p for p in movers if pod_key(p) in bound_zones]:
+            more, left = room.place([pod], where(pod, places), other_zone_first_last)
+            placement.update(more)
+            unplaced.extend(left)
         if unplaced and settings.template_allocatable:
             # Requests alone undercount what the scheduler needs: a node more in the pod's zone while that
             # places a pod that required anti-affinity or spread left out.
             still = []
             for entry in unplaced:
                 pod = by_key[entry["pod"]]
-                zone = warm_zone(source_zone.get(entry["pod"]), pool_labels, pool_zones)
+                bound = bound_zones.get(entry["pod"])
+                if bound and not served(bound):
+                    still.append(entry)
+                    continue
+                zone = next((zone for zone in bound.split(",") if served(zone)), None) if bound else \
+                    warm_zone(source_zone.get(entry["pod"]), pool_labels, pool_zones)
                 if zone not in free_by_zone:
                     free_by_zone[zone] = _warm_for_batch(index, [pod], daemons, settings.template_allocatable,
                                                          pool_labels, zone_by_node, pool_zones)[3].get(zone)
                 extra = _warm_node(index, zone, warm_new.get(zone, 0), pool_labels, free_by_zone[zone] or {})
                 room.add_node(extra)
-                more, _left = room.place([pod], places + [extra], other_zone_first_last,
-                                         lambda p: source_zone.get(pod_key(p)))
+                more, _left = room.place([pod], where(pod, places + [extra]), other_zone_first_last)
                 if more and more[entry["pod"]] == node_name(extra):
-                    placement.update(more)
                     warm.append(extra)
                     places.append(extra)
                     warm_new[zone] = warm_new.get(zone, 0) + 1
                 else:
                     room.remove_node(node_name(extra))
-                    placement.update(more)
                     if not more:
                         still.append(entry)
+                placement.update(more)
             unplaced = still
+        unplaced = [dict(entry, reason="its volume is bound to zone %s%s: %s" % (
+            bound_zones[entry["pod"]], "" if served(bound_zones[entry["pod"]]) else ", where the pool provides no node",
+            entry["reason"])) if entry["pod"] in bound_zones else entry for entry in unplaced]
         for zone, count in warm_new.items():
             warm_total[zone] = warm_total.get(zone, 0) + count
-        for pod in [p for p in movers if pod_key(p) in bound_zones]:
-            zone_targets = [node for node in places if in_zones(node, bound_zones[pod_key(pod)])]
-            extra_placement, extra_unplaced = fit([pod], zone_targets, residents)
-            placement.update(extra_placement)
-            unplaced.extend(dict(entry, reason="its volume is bound to zone %s%s: %s" % (
-                bound_zones[pod_key(pod)], "" if pool_zones is None or bound_zones[pod_key(pod)] in pool_zones
-                else ", where the pool provides no node", entry["reason"])) for entry in extra_unplaced)
         replace = {}
         for pod, workload, method, reason in here:
             if method != "replace":
@@ -436,12 +449,8 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             fits=not unplaced,
             unplaced=unplaced,
         )
-        # The next batch sees this one's pods where they were placed (those of the main fit are in the Room
-        # already), and its warm nodes.
+        # The next batch sees this one's pods where they were placed (in the Room already), and its warm nodes.
         warmed = warmed + warm
-        for pod in movers:
-            if pod_key(pod) in bound_zones and pod_key(pod) in placement:
-                room.add(pod, placement[pod_key(pod)])
         residents.extend(moved_to(pod, placement[pod_key(pod)]) for pod in movers if pod_key(pod) in placement)
     placed_zones = {node_name(node): zone_of(node) for node in targets + warmed}
     plan = {
