@@ -163,6 +163,10 @@ options:
   timeout:
     description:
       - Seconds to wait, at least 1; at the deadline the module fails with the pending placeholders and their events.
+      - Sooner when the autoscaler says it will not bring up a node for a placeholder (Karpenter's own
+        C(FailedScheduling) Event, for a zone its NodePool does not serve or a limit reached; cluster-autoscaler's
+        C(NotTriggerScaleUp)) and that placeholder has waited 30 s or more; the module then fails naming the zone
+        and the autoscaler's words.
     type: int
     default: 600
 attributes:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
+    autoscaler_refusal,
     excluded_hostnames,
     excludes_by_label,
     missing_warm,
@@ -8,6 +9,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders
     placeholder_name,
     placeholders_on,
     priority_class,
+    refused_placeholders,
     warm_nodes_of,
 )
 from builders import node, pod
@@ -182,3 +184,21 @@ def test_missing_warm_for_no_zone_counts_warm_nodes_of_every_zone():
     assert missing_warm(["w1", "w2"], zones, {None: 2}) == {}
     assert missing_warm(["w1", "w2"], zones, {None: 3}) == {None: 1}
     assert missing_warm([], {}, {None: 1}) == {None: 1}
+
+
+def test_only_an_autoscalers_refusal_of_a_pending_placeholder_counts_not_the_schedulers_waiting():
+    pending = {"metadata": {"name": "warm-c-1", "labels": {"kubeops.io/warm-zone": "zone-c"}}, "spec": {}}
+    placed = {"metadata": {"name": "warm-a-1", "labels": {"kubeops.io/warm-zone": "zone-a"}}, "spec": {"nodeName": "n"}}
+
+    def event(name, reason, component, message="m"):
+        return {"involvedObject": {"name": name}, "reason": reason, "source": {"component": component},
+                "message": message}
+
+    karpenter = event("warm-c-1", "FailedScheduling", "karpenter", "incompatible with nodepool ab")
+    assert refused_placeholders([pending, placed], [
+        event("warm-c-1", "FailedScheduling", "default-scheduler"), karpenter,
+        event("warm-a-1", "FailedScheduling", "karpenter")]) == {
+            "warm-c-1": ("zone-c", "karpenter: incompatible with nodepool ab")}
+    assert autoscaler_refusal(event("p", "NotTriggerScaleUp", "cluster-autoscaler", "max node group size reached")) \
+        == "cluster-autoscaler: max node group size reached"
+    assert refused_placeholders([pending], [event("warm-c-1", "FailedScheduling", "default-scheduler")]) == {}

@@ -38,8 +38,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders
     placeholder_name,
     placeholders_on,
     priority_class,
+    refused_placeholders,
     warm_nodes_of,
 )
+
+# How long a placeholder may wait before an autoscaler's refusal of it ends the wait: a refusal seen sooner may be
+# one the autoscaler takes back once a node it is launching registers.
+REFUSAL_GRACE_SECONDS = 30
 
 
 class WarmNodes:
@@ -103,12 +108,15 @@ class WarmNodes:
         """Watch the placeholders until ``counts`` ({zone or None: nodes}) run on Ready, schedulable nodes;
         returns the nodes, or raises TimedOut (its result holds the nodes warm so far), or Blocked at once when
         placeholders of the current ``specs`` run on ``exclude_nodes``."""
-        deadline = self.clock() + timeout
+        started = self.clock()
+        deadline = started + timeout
         warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         resource_version = list_resource_version(self.client.core.list_namespaced_pod, namespace=self.namespace,
                                                  label_selector=self.selector)
         while missing_warm(warm, zones, counts):
             self.check_not_on(exclude_nodes, placeholders, specs)
+            if self.clock() - started >= REFUSAL_GRACE_SECONDS:
+                self.check_autoscaler(placeholders, warm)
             remaining = deadline - self.clock()
             if remaining <= 0:
                 raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
@@ -124,6 +132,21 @@ class WarmNodes:
             # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
             warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         return warm
+
+    def check_autoscaler(self, placeholders, warm):
+        """Fail, rather than at the timeout, when the autoscaler said it will not bring up a node for a placeholder
+        (a zone its pool does not serve, a limit reached)."""
+        if not any(not (pod.get("spec") or {}).get("nodeName") for pod in placeholders):
+            return
+        events = self.client.list_all(self.client.core.list_namespaced_event, namespace=self.namespace,
+                                      field_selector="involvedObject.kind=Pod")
+        refused = refused_placeholders(placeholders, events)
+        if refused:
+            name, (zone, reason) = sorted(refused.items())[0]
+            raise Blocked("The autoscaler will not bring up a warm node%s for placeholder %s: %s. %d warm node(s) ready "
+                          "(%s). The placeholders stay; fix the pool (or the zones asked for) and rerun, or state: "
+                          "absent to remove them." % (" in zone %s" % zone if zone else "", name, reason, len(warm),
+                                                     ", ".join(warm) or "none"), {"nodes": warm})
 
     @staticmethod
     def check_not_on(exclude_nodes, placeholders, specs):

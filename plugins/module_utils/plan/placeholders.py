@@ -156,3 +156,32 @@ def missing_warm(warm, zone_by_node, counts):
         if have < wanted:
             missing[zone] = wanted - have
     return missing
+
+
+# Events by which an autoscaler says it will not bring up a node for a pod: Karpenter's FailedScheduling (its own,
+# not the scheduler's) and cluster-autoscaler's NotTriggerScaleUp.
+AUTOSCALER_COMPONENTS = ("karpenter", "cluster-autoscaler")
+
+
+def autoscaler_refusal(event):
+    """The autoscaler's reason, in its words, when ``event`` (API JSON) says it will not bring up a node for the
+    pod; None otherwise (the scheduler's own FailedScheduling is only waiting)."""
+    component = ((event.get("source") or {}).get("component") or event.get("reportingComponent") or "").lower()
+    reason = event.get("reason")
+    if reason == "NotTriggerScaleUp" or (reason == "FailedScheduling" and component in AUTOSCALER_COMPONENTS):
+        return "%s: %s" % (component or "autoscaler", event.get("message") or reason)
+    return None
+
+
+def refused_placeholders(placeholders, events):
+    """{placeholder name: (its zone, the autoscaler's reason)} for the placeholders not yet on a node that an
+    autoscaler said it will not bring a node up for (the last such event of each)."""
+    pending = {pod["metadata"]["name"]: ((pod["metadata"].get("labels") or {}).get(WARM_ZONE_LABEL))
+               for pod in placeholders if not (pod.get("spec") or {}).get("nodeName")}
+    refused = {}
+    for event in events:
+        name = (event.get("involvedObject") or {}).get("name")
+        refusal = autoscaler_refusal(event) if name in pending else None
+        if refusal:
+            refused[name] = (pending[name], refusal)
+    return refused
