@@ -49,9 +49,9 @@ the reverse). Measured per run, from the cluster rather than from the tools:
                against the pods on the rotated nodes at the start (the pods that had to move): a rollout
                restart moves all of a workload's pods, and a pod that moved onto a node rotated later counts
                again
-  restarts     per workload, its generation's change over the run (a rollout restart sets the template's
-               kubectl.kubernetes.io/restartedAt, which bumps it; nothing else changes these templates), and
-               whether restartedAt changed; never the tools' own words
+  restarts     per workload whose kubectl.kubernetes.io/restartedAt changed, its generation's change over the
+               run (a rollout restart sets restartedAt, which bumps it; ours scales a workload to replace pods
+               first, which bumps the generation without a restart); never the tools' own words
   requests     the API server's apiserver_request_total over the tool's run (Events and the /metrics reads
                left out): every client, the tool and the controllers', kwok's, the provisioner's and the
                watcher's requests meanwhile; net: less the rate of an idle window (--idle seconds) before the
@@ -68,8 +68,8 @@ test case per task run with its duration and its result):
 
   calls        tasks run in the batch (not skipped; ansible.builtin ones included), and module calls: those of
                them whose result has the collection's api_requests (every kubeops.rotation module returns it)
-  waiting      what the report's warm_seconds + restart_seconds + evict_seconds say: the elapsed_seconds of
-               warm_nodes, rollout_restart and evict, each measured inside the module from the start of its
+  waiting      what the report's warm_seconds + replace_seconds + evict_seconds say: the elapsed_seconds of
+               warm_nodes, replace_pods and evict, each measured inside the module from the start of its
                engine to its result, i.e. waiting by watch for the placeholders to run, the rollouts to be done
                and the evicted pods to be gone (their own requests are in it, milliseconds each); retiring does
                not wait here (the provisioner's nodes have no NodeClaim: rotation_state deletes the Node
@@ -521,19 +521,19 @@ def ours_batches(report, tasks):
     for batch in report.get("batches") or []:
         index = str(batch["batch"])
         ran = [task for task in tasks if task["batch"] == index and task["status"] != "skipped"]
-        waited = sum(float(batch.get(key) or 0) for key in ("warm_seconds", "restart_seconds", "evict_seconds"))
+        waited = sum(float(batch.get(key) or 0) for key in ("warm_seconds", "replace_seconds", "evict_seconds"))
         seconds = float(batch["seconds"])
         batches.append({
             "batch": index, "nodes": batch["nodes"], "seconds": seconds, "waited": waited,
             "overhead": seconds - waited,
             "warm_seconds": float(batch.get("warm_seconds") or 0),
-            "restart_seconds": float(batch.get("restart_seconds") or 0),
+            "replace_seconds": float(batch.get("replace_seconds") or 0),
             "evict_seconds": float(batch.get("evict_seconds") or 0),
             "tasks_run": len(ran),
             "module_calls": sum(1 for task in ran if task["api_requests"] is not None),
             "module_api_requests": sum(task["api_requests"] or 0 for task in ran),
             "task_seconds": sum(task["seconds"] for task in ran),
-            "restarts_done": batch.get("restarts_done"), "evicted": batch.get("evicted"),
+            "replacements_done": batch.get("replacements_done"), "evicted": batch.get("evicted"),
         })
     return batches
 
@@ -599,8 +599,9 @@ def run_once(bench, tool, trial, args):
         except RuntimeError:
             result["settled"] = None
     templates_after = workload_templates(scenario, scenario.namespace)
-    result["restarts"] = {key: templates_after[key][0] - generation
-                          for key, (generation, _stamp) in templates_before.items() if key in templates_after}
+    # A restart changes restartedAt; a scale (ours, replacing pods first) changes the generation only.
+    result["restarts"] = {key: templates_after[key][0] - generation if templates_after[key][1] != stamp else 0
+                          for key, (generation, stamp) in templates_before.items() if key in templates_after}
     result["restarted_at_changed"] = {key: templates_after[key][1] != stamp
                                       for key, (_generation, stamp) in templates_before.items()
                                       if key in templates_after}
@@ -702,7 +703,7 @@ def print_table(summaries):
 def print_details(summaries):
     ours = summaries.get(OURS)
     if ours and ours["batches_n"]:
-        print("\n%s, per batch (medians): %s s a batch = waiting %s s (warm + restart + evict, the modules' "
+        print("\n%s, per batch (medians): %s s a batch = waiting %s s (warm + replace + evict, the modules' "
               "elapsed_seconds) + overhead %s s; %s tasks run, %s of them module calls; outside the batches %s s; "
               "%s module calls in all, whose own API requests: %s" % (
                   OURS, fmt(ours["batch_seconds"], ".1f"), fmt(ours["waited_per_batch"], ".1f"),
@@ -715,7 +716,7 @@ def print_details(summaries):
             MANUAL, fmt(manual["batch_seconds"], ".1f"), fmt(manual["calls_per_batch"], ".1f"),
             ", ".join("%s %s s" % (step, fmt(manual["step_seconds"][step], ".1f")) for step in STEPS)))
     keys = sorted({key for summary in summaries.values() for key in summary["restarts"]})
-    print("\nrestarts per workload (medians; generation changes): " + "; ".join(
+    print("\nrestarts per workload (medians; generation changes of the workloads restarted): " + "; ".join(
         "%s %s" % (key, " / ".join("%s %s" % (TOOL_IDS[tool], fmt(summary["restarts"].get(key), ".0f"))
                                    for tool, summary in summaries.items())) for key in keys))
 

@@ -222,20 +222,21 @@ class Replacing:
         return replicas
 
     def wait(self, state, replicas, deadline, until):
-        """``until()`` over the namespace's pods as they change; reads the workload every RECHECK_SECONDS, and
-        raises ReplicasTaken when its replicas are no longer ``replicas``, TimedOut at ``deadline``."""
+        """``until()`` over the namespace's pods as they change; reads the workload when it holds and every
+        RECHECK_SECONDS, and raises ReplicasTaken when its replicas are no longer ``replicas`` (so that no step
+        is taken from a count someone else set), TimedOut at ``deadline``."""
         while True:
             found = state.informer.wait(lambda _objects: until(), min(deadline, self.clock() + RECHECK_SECONDS))
-            if found:
-                return found
             current = read_workload(self.client, state.workload)
             if current is None:
                 raise Blocked("%s was deleted while its pods were replaced." % state.workload.label)
             if (current.get("spec") or {}).get("replicas") != replicas:
-                raise ReplicasTaken("%s: spec.replicas was set to %s while this run had set it to %d, by %s; a surge "
-                                    "cannot last against that." % (
+                raise ReplicasTaken("%s: spec.replicas was set to %s while this run had set it to %d, by %s; its pods "
+                                    "cannot be replaced first against that." % (
                                         state.workload.label, (current.get("spec") or {}).get("replicas"), replicas,
                                         ", ".join(replicas_managers(current, MANAGER)) or "another client"))
+            if found:
+                return found
             if self.clock() >= deadline:
                 raise TimedOut("%s: %s" % (state.workload.label, state.describe(replicas)))
 
@@ -267,7 +268,6 @@ class Replacing:
         replicas = (current.get("spec") or {}).get("replicas", record["replicas"])
         try:
             if replicas > record["replicas"]:
-                self.set_replicas(state.workload, record, replicas)
                 self.scale(progress, state, record, replicas, record["replicas"], (),
                            deadline=self.clock() + UNDO_SECONDS)
             self.put_back(state.workload, record, record["replicas"])
