@@ -19,6 +19,13 @@ description:
     workload that owns a pod on those nodes, resolved through ReplicaSets.
   - With O(restart_id), a workload already restarted under that id is not
     restarted again, so a rerun of a rotation never restarts a workload twice.
+  - A rollout paces itself by its strategy's maxUnavailable, not by PodDisruptionBudgets. For a Deployment whose
+    maxUnavailable is more than the PDBs selecting its pods allow with every pod Ready, the restart's patch also cuts
+    maxUnavailable to that (maxSurge at least 1 when it is 0), records the rolling update it had
+    (C(kubeops.io/restart-strategy)) and puts it back once the rollout is done; a run stopped before that leaves it
+    recorded, and the next call on the workload (a rerun with the same O(restart_id)) puts it back. A StatefulSet
+    replaces one pod at a time, which a PDB that allows none crosses; M(kubeops.rotation.replace_pods) moves its
+    pods within it instead.
   - Waits, by watching each workload, until its rollout is complete by the
     rules of C(kubectl rollout status). A paused Deployment, a Deployment past
     its progress deadline, and a StatefulSet or DaemonSet with the C(OnDelete)
@@ -211,6 +218,13 @@ workloads:
       type: list
       elements: str
       sample: []
+    paced_from:
+      description:
+        - The rolling update (C(maxUnavailable), C(maxSurge)) the Deployment had, when its restart was paced by its
+          PDBs (and put back after the rollout); null otherwise.
+      type: dict
+      version_added: 0.2.0
+      sample: {maxUnavailable: 25%, maxSurge: 25%}
 summary:
   description: Counts of workloads by action and by rollout state.
   returned: always

@@ -14,11 +14,14 @@ def uids(cluster, namespace, selector):
 
 def test_restart_under_a_pdb_never_drops_below_its_minimum_and_restart_id_restarts_once(
         cluster, namespace, make_nodes, run_play, test_id):
+    # 12 replicas: the default strategy (25 %) would take 3 down at once, the PDB allows 1.
     make_nodes(2)
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 4, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, min_available=3))
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 12, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, max_unavailable=1))
     before = {pod.metadata.uid for pod in wait_until(
-        lambda: running_pods(cluster, namespace, "app=web", 4), 60, "4 web pods")}
+        lambda: running_pods(cluster, namespace, "app=web", 12), 60, "12 web pods")}
+    wait_until(lambda: (cluster.policy.read_namespaced_pod_disruption_budget("web", namespace).status
+                        .disruptions_allowed or 0) == 1, 30, "the PDB to allow one disruption")
     task = {"kubeops.rotation.rollout_restart": {
         "targets": [{"kind": "Deployment", "namespace": namespace, "name": "web"}],
         "restart_id": "rotation-" + test_id, "timeout": 120}}
@@ -28,9 +31,14 @@ def test_restart_under_a_pdb_never_drops_below_its_minimum_and_restart_id_restar
     first, second = play.steps
     assert first["changed"] is True and first["workloads"][0]["action"] == "restarted"
     assert first["workloads"][0]["rollout"] == "done"
-    after = {pod.metadata.uid for pod in running_pods(cluster, namespace, "app=web", 4)}
+    assert first["workloads"][0]["paced_from"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+    after = {pod.metadata.uid for pod in running_pods(cluster, namespace, "app=web", 12)}
     assert not before & after, "every pod was replaced by the time the module returned"
-    assert watcher.min_ready["web"] >= 3
+    assert watcher.min_ready["web"] >= 11
+    web = cluster.apps.read_namespaced_deployment("web", namespace)
+    assert (web.spec.strategy.rolling_update.max_unavailable, web.spec.strategy.rolling_update.max_surge) == (
+        "25%", "25%"), "the strategy is put back"
+    assert "kubeops.io/restart-strategy" not in (web.metadata.annotations or {})
     assert second["changed"] is False and second["workloads"][0]["action"] == "already_restarted"
     # Nothing new: old pods may still be Terminating (kwok keeps them 2 s), no pod came after the first rollout.
     assert uids(cluster, namespace, "app=web") - before - after == set()

@@ -39,8 +39,9 @@ def test_plan_batches_by_zone_moves_each_pod_the_safe_way_and_checks_the_fit(
     assert plan["left_out"] == [{"name": keep, "reason": "no drift"}]
     assert [(batch["zone"], len(batch["nodes"])) for batch in plan["batches"]] == [
         ("zone-a", 1), ("zone-a", 1), ("zone-b", 1)]
-    restarts = [(w["name"], w["reason"]) for batch in plan["batches"] for w in batch["restart"]]
-    assert restarts == [("solo", "single replica")]
+    replaced = [(w["name"], w["reason"], w["method"], len(w["pods"])) for batch in plan["batches"]
+                for w in batch["replace"]]
+    assert replaced == [("solo", "single replica", "surge", 1)]
     evicted = [pod for batch in plan["batches"] for pod in batch["evict"]]
     assert len(evicted) == 4 and all(pod.startswith(namespace + "/web-") for pod in evicted)
     blocked = [entry for batch in plan["batches"] for entry in batch["blocked"]]

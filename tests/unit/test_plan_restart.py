@@ -4,11 +4,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import (
     owners_on_nodes,
+    paced_strategy,
     restart_patch,
     restart_plan,
     rollout_status,
+    strategy_put_back,
 )
-from builders import daemonset, deployment, pod, statefulset
+from builders import daemonset, deployment, pdb, pod, statefulset
 
 
 def test_deployment_status_follows_kubectl_rollout_status():
@@ -74,3 +76,34 @@ def test_owners_on_nodes_resolves_replicasets_and_leaves_out_bare_pods_and_daemo
     assert owners == {Workload("Deployment", "ns", "web"): ["ns/web-1 on n1", "ns/web-2 on n1"],
                       Workload("StatefulSet", "ns", "db"): ["ns/db-0 on n1"]}
     assert Workload("DaemonSet", "ns", "agent") in owners_on_nodes(pods, {}, include_daemonsets=True)
+
+
+def rolling_deployment(replicas, max_unavailable="25%", max_surge="25%", kind="RollingUpdate"):
+    strategy = {"type": kind}
+    if kind == "RollingUpdate":
+        strategy["rollingUpdate"] = {"maxUnavailable": max_unavailable, "maxSurge": max_surge}
+    return {"metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"replicas": replicas, "strategy": strategy,
+                     "template": {"metadata": {"labels": {"app": "web"}}}}}
+
+
+def test_a_restart_is_paced_to_what_the_pdbs_allow_with_every_pod_ready_and_put_back_after():
+    budget = pdb("web", max_unavailable=1)
+    patch, original = paced_strategy(rolling_deployment(12), [budget])
+    assert patch["spec"] == {"strategy": {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": "25%"}}}
+    assert original == {"maxUnavailable": "25%", "maxSurge": "25%"}
+    recorded = {"metadata": dict(patch["metadata"])}
+    assert strategy_put_back(recorded) == {
+        "spec": {"strategy": {"rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}},
+        "metadata": {"annotations": {"kubeops.io/restart-strategy": None}}}
+    # 4 replicas take 1 down at a time already; a PDB of another app does not count; Recreate is left alone.
+    assert paced_strategy(rolling_deployment(4), [budget]) == (None, None)
+    assert paced_strategy(rolling_deployment(12), [pdb("db", max_unavailable=1)]) == (None, None)
+    assert paced_strategy(rolling_deployment(12, kind="Recreate"), [budget]) == (None, None)
+    assert strategy_put_back({"metadata": {}}) is None
+
+
+def test_a_pdb_that_allows_nothing_makes_the_restart_surge_one_at_a_time():
+    patch, _original = paced_strategy(rolling_deployment(3, max_unavailable=1, max_surge=0),
+                                      [pdb("web", min_available="100%")])
+    assert patch["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}

@@ -17,6 +17,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     deployment_of,
     kind_api,
+    pdbs_in,
     read_workload,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
@@ -30,9 +31,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import (
     Status,
     owners_on_nodes,
+    paced_strategy,
     restart_patch,
     restart_plan,
     rollout_status,
+    strategy_put_back,
 )
 
 
@@ -48,11 +51,12 @@ class RestartProgress:
     rollout_message: str = ""
     seconds: float = 0.0
     landed_on_avoided_nodes: list = field(default_factory=list)
+    paced_from: dict | None = None
 
     def result(self):
         return dict(self.workload.target(), action=self.action, reason=self.reason, rollout=self.rollout,
                     rollout_message=self.rollout_message, seconds=self.seconds, pods_on_nodes=self.pods_on_nodes,
-                    landed_on_avoided_nodes=self.landed_on_avoided_nodes)
+                    landed_on_avoided_nodes=self.landed_on_avoided_nodes, paced_from=self.paced_from)
 
 
 class RolloutRestart:
@@ -90,7 +94,10 @@ class RolloutRestart:
         obj = self.read(progress)
         needed, reason = restart_plan(obj, self.restart_id, self.restarted_after)
         if needed:
-            obj = self.patch(progress)
+            paced = None
+            if workload.kind == "Deployment":
+                paced, progress.paced_from = paced_strategy(obj, pdbs_in(self.client, workload.namespace))
+            obj = self.patch(progress, paced)
             progress.action = "restarted"
         else:
             progress.action = "already_restarted"
@@ -100,13 +107,22 @@ class RolloutRestart:
             progress.rollout, progress.rollout_message = status.state, status.message
             if status.state == "done" and self.avoid_nodes:
                 progress.landed_on_avoided_nodes = self.pods_on_avoided_nodes(workload, obj)
+            put_back = strategy_put_back(obj) if status.state == "done" else None
+            if put_back:
+                self.client.call_json(kind_api(self.client, workload.kind).patch, workload.name, workload.namespace,
+                                      put_back)
         progress.seconds = round(self.clock() - started, 2)
 
-    def patch(self, progress):
-        """Restart the workload; when the API server went away mid-request and a restart id tells whether
-        the patch was applied, read it again and patch only if it was not, so that it restarts once."""
+    def patch(self, progress, paced=None):
+        """Restart the workload (with ``paced``, its rolling update cut to what its PDBs allow, in the same patch);
+        when the API server went away mid-request and a restart id tells whether the patch was applied, read it
+        again and patch only if it was not, so that it restarts once."""
         workload = progress.workload
         body = restart_patch(utc_now(), self.restart_id)
+        if paced:
+            body = {"spec": dict(body["spec"], **paced["spec"]),
+                    "metadata": {"annotations": dict((body.get("metadata") or {}).get("annotations") or {},
+                                                     **paced["metadata"]["annotations"])}}
         patch = kind_api(self.client, workload.kind).patch
         try:
             return self.client.call_json(patch, workload.name, workload.namespace, body)

@@ -33,6 +33,8 @@ ROTATION_ID = "kubeops.io/rotation-id"
 ROTATION_PHASE = "kubeops.io/rotation-phase"
 PHASE_AT = "kubeops.io/rotation-phase-at"
 RESTART_ID = "kubeops.io/restart-id"
+# On a Deployment whose restart is paced by its PDBs, while it lasts: the rolling update to put back.
+RESTART_STRATEGY = "kubeops.io/restart-strategy"
 WARM_SET_LABEL = "kubeops.io/warm-set"
 WARM_ZONE_LABEL = "kubeops.io/warm-zone"
 PLACEHOLDER_SPEC = "kubeops.io/placeholder-spec"

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import RESTART_ID, RESTARTED_AT
+import json
+import math
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
+    RESTART_ID,
+    RESTART_STRATEGY,
+    RESTARTED_AT,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, owner_of
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotations_of, node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import desired_healthy
 
 
 @dataclass(frozen=True)
@@ -123,3 +132,52 @@ def owners_on_nodes(pods, replica_set_owners, include_daemonsets=False):
         owners.setdefault(owner, []).append(
             "%s/%s on %s" % (owner.namespace, pod["metadata"]["name"], node_of(pod)))
     return owners
+
+
+def _rolling_amount(value, replicas, round_up):
+    """A Deployment's maxSurge (rounded up) or maxUnavailable (rounded down) as a number of pods."""
+    text = str(value).strip()
+    if text.endswith("%"):
+        amount = float(text[:-1]) * replicas / 100.0
+        return int(math.ceil(amount - 1e-9)) if round_up else int(math.floor(amount + 1e-9))
+    return int(text)
+
+
+def paced_strategy(obj, pdbs):
+    """(patch, original): the rolling update a restart of the Deployment ``obj`` keeps to so that it takes no PDB
+    that selects its pods (``pdbs``, API JSON) below its desiredHealthy: maxUnavailable cut to what they allow with
+    every pod Ready, and maxSurge at least 1 when that is 0. ``original`` is the rollingUpdate to put back, and the
+    patch records it on the Deployment (RESTART_STRATEGY) while it lasts. (None, None) when the strategy keeps to
+    them already, or is not a rolling update."""
+    spec = obj.get("spec") or {}
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return None, None
+    replicas = spec.get("replicas", 1)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    allowed = [replicas - desired_healthy(pdb, replicas) for pdb in pdbs
+               if selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
+    rolling = strategy.get("rollingUpdate") or {}
+    unavailable = _rolling_amount(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
+    if not allowed or unavailable <= max(0, min(allowed)):
+        return None, None
+    paced = {"maxUnavailable": max(0, min(allowed)), "maxSurge": rolling.get("maxSurge", "25%")}
+    if paced["maxUnavailable"] == 0 and _rolling_amount(paced["maxSurge"], replicas, round_up=True) < 1:
+        paced["maxSurge"] = 1
+    original = {"maxUnavailable": rolling.get("maxUnavailable"), "maxSurge": rolling.get("maxSurge")}
+    return {"spec": {"strategy": {"rollingUpdate": paced}},
+            "metadata": {"annotations": {RESTART_STRATEGY: json.dumps(original, sort_keys=True)}}}, original
+
+
+def strategy_put_back(obj):
+    """The patch that puts back the rolling update a paced restart recorded on ``obj``; None when none is."""
+    text = annotations_of(obj).get(RESTART_STRATEGY)
+    if not text:
+        return None
+    try:
+        original = json.loads(text)
+    except ValueError:
+        original = {}
+    return {"spec": {"strategy": {"rollingUpdate": {"maxUnavailable": original.get("maxUnavailable"),
+                                                    "maxSurge": original.get("maxSurge")}}},
+            "metadata": {"annotations": {RESTART_STRATEGY: None}}}
