@@ -13,6 +13,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     SURGE,
     Budget,
     desired_healthy,
+    gitops_managers,
     hpa_bounds,
     hpa_record,
     is_leaving,
@@ -170,3 +171,11 @@ def test_replicas_managers_names_who_else_owns_spec_replicas():
     assert replicas_managers({"metadata": {"managedFields": managed}}, "kubeops-rotation") == [
         "argocd-controller", "helm"]
     assert replicas_managers({"metadata": {}}, "kubeops-rotation") == []
+
+
+def test_only_gitops_controllers_count_as_syncing_the_replicas():
+    managed = {"metadata": {"managedFields": [
+        {"manager": "argocd-controller", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+        {"manager": "kubectl-client-side-apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+        {"manager": "kubeops.rotation", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]}}
+    assert gitops_managers(managed, "kubeops.rotation") == ["argocd-controller"]

@@ -513,3 +513,12 @@ def test_a_recreate_deployment_is_replaced_one_at_a_time_and_an_autoscaled_one_n
         "  Deployment ns/keep: one at a time, 1 pod(s) (do-not-disrupt)",
         "  Deployment ns/solo: surge by 1 pod(s) (single replica); HPA solo-hpa: its minReplicas rises with the surge "
         "and comes back after"]
+
+
+def test_a_workload_whose_replicas_a_gitops_controller_syncs_is_named_with_what_the_surge_will_do():
+    nodes = [node("old-a1", zone="a"), node("stay-a", zone="a")]
+    plan = plan_rotation(nodes, [pod("solo-1", "old-a1", app="solo")], [], OWNERS, {SOLO: 1}, settings_for(nodes),
+                         NOW, gitops={SOLO: ["argocd-controller"]})
+    assert plan["batches"][0]["replace"][0]["gitops"] == ["argocd-controller"]
+    assert plan["summary"][-1].endswith("; its replicas are synced by argocd-controller: pause that sync for the "
+                                        "rotation, or the surge is undone and the batch stops")

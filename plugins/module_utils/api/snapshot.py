@@ -12,13 +12,14 @@ from collections import namedtuple
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claim_node, claim_pool
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, ZONE_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, MANAGER, ZONE_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, replica_set_owners
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     ONE_AT_A_TIME,
+    gitops_managers,
     replacement_method,
 )
 
@@ -28,7 +29,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
 NODE_BY_NODE_LISTS = 50
 
 RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners replicas claim_zones node_claims "
-                                                  "node_pools one_at_a_time autoscalers")
+                                                  "node_pools one_at_a_time autoscalers gitops")
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
@@ -149,7 +150,7 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
                        if claim_node(claim) in known and (not nodepools or claim_pool(claim) in nodepools)}
     pods = client.list_all(client.core.list_pod_for_all_namespaces)
     pdbs = client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
-    replicas, one_at_a_time = {}, set()
+    replicas, one_at_a_time, gitops = {}, set(), {}
     for kind, method in (("Deployment", client.apps.list_deployment_for_all_namespaces),
                          ("StatefulSet", client.apps.list_stateful_set_for_all_namespaces)):
         for obj in client.list_all(method):
@@ -157,6 +158,8 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
             replicas[workload] = obj["spec"].get("replicas", 1)
             if replacement_method(kind, obj["spec"]) == ONE_AT_A_TIME:
                 one_at_a_time.add(workload)
+            if gitops_managers(obj, MANAGER):
+                gitops[workload] = gitops_managers(obj, MANAGER)
     autoscalers = {}
     for hpa in client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces):
         target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
@@ -165,4 +168,4 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
                 hpa["metadata"]["name"]
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
     return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones,
-                            claims, pools, frozenset(one_at_a_time), autoscalers)
+                            claims, pools, frozenset(one_at_a_time), autoscalers, gitops)

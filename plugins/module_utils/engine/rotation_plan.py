@@ -55,4 +55,4 @@ def plan_from_cluster(client, request, now=None):
     now = now or datetime.datetime.now(datetime.timezone.utc)
     return plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
                          now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools,
-                         snapshot.one_at_a_time, snapshot.autoscalers)
+                         snapshot.one_at_a_time, snapshot.autoscalers, snapshot.gitops)

@@ -173,3 +173,13 @@ def replicas_managers(obj, ours):
         if "f:replicas" in fields and entry.get("manager") and entry["manager"] != ours:
             found.add(entry["manager"])
     return sorted(found)
+
+
+# Field managers of GitOps controllers, which set a workload's replicas back to what their source says.
+GITOPS_MANAGERS = ("argocd", "kustomize-controller", "helm-controller", "flux", "fleet-agent")
+
+
+def gitops_managers(obj, ours):
+    """The field managers of ``obj``'s spec.replicas that are GitOps controllers (GITOPS_MANAGERS)."""
+    return [manager for manager in replicas_managers(obj, ours)
+            if any(known in manager.lower() for known in GITOPS_MANAGERS)]

@@ -292,7 +292,7 @@ def _warm_node(index, zone, number, pool_labels, free):
 
 
 def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None, node_claims=(),
-                  node_pools=(), one_at_a_time=frozenset(), autoscalers=None):
+                  node_pools=(), one_at_a_time=frozenset(), autoscalers=None, gitops=None):
     """The whole rotation plan. Pure.
 
     ``nodes`` are the candidate nodes plus every other node of the cluster
@@ -300,6 +300,7 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     Workload to its desired replicas; ``one_at_a_time`` holds the Workloads
     that cannot surge besides StatefulSets (Recreate Deployments);
     ``autoscalers`` maps a Workload to the name of its HorizontalPodAutoscaler;
+    ``gitops`` to the GitOps controllers that manage its replicas;
     ``claim_zones`` maps "namespace/claim" to the zone its volume is bound to;
     ``node_claims`` and ``node_pools`` are Karpenter's NodeClaims and
     NodePools, for its drift and its budgets.
@@ -314,6 +315,7 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     in its own zone first.
     """
     autoscalers = autoscalers or {}
+    gitops = gitops or {}
     candidates = [node for node in nodes if node_name(node) in settings.candidates]
     chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named,
                                     claims_by_node(node_claims))
@@ -434,7 +436,8 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             entry = replace.setdefault(workload, dict(
                 workload.target(), reason=reason, pods=[],
                 method=ONE_AT_A_TIME if workload.kind == "StatefulSet" or workload in one_at_a_time else SURGE,
-                **({"autoscaler": autoscalers[workload]} if workload in autoscalers else {})))
+                **dict({"autoscaler": autoscalers[workload]} if workload in autoscalers else {},
+                       **({"gitops": gitops[workload]} if workload in gitops else {}))))
             entry["pods"].append(pod_key(pod))
         batch.update(
             index=index,
@@ -535,7 +538,10 @@ def summarize_plan(plan):
             entry["kind"], entry["name"] if not entry["namespace"] else "%s/%s" % (entry["namespace"], entry["name"]),
             "surge by" if entry["method"] == SURGE else "one at a time,", len(entry["pods"]), entry["reason"],
             "; HPA %s: its minReplicas rises with the surge and comes back after" % entry["autoscaler"]
-            if entry.get("autoscaler") else "") for entry in batch["replace"])
+            if entry.get("autoscaler") else "") + (
+            "; its replicas are synced by %s: pause that sync for the rotation, or the surge is undone and the batch "
+            "stops" % ", ".join(entry["gitops"]) if entry.get("gitops") and entry["method"] == SURGE else "")
+            for entry in batch["replace"])
     for node in plan["nodes"]:
         lines.extend("node %s: %s" % (node["name"], note) for note in node.get("notes") or [])
     lines.extend("budget: %s" % note for note in plan["budgets"])
