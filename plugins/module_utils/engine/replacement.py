@@ -55,6 +55,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     Budget,
     hpa_bounds,
     hpa_record,
+    gitops_managers,
     hpa_targets,
     is_leaving,
     leaving_patch,
@@ -427,9 +428,13 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
         steered = []
         for progress, obj in progresses:
             progress.detail = "would be replaced, replacement first (%s)" % progress.method.replace("_", " ")
+        finished = [WorkloadReplacement(Workload("Deployment", obj["metadata"]["namespace"], obj["metadata"]["name"]),
+                                        action="planned", detail="a surge a killed run left; it would be finished")
+                    for obj in left_over]
     entries = [progress.result() for progress, _obj in progresses]
     result = {
-        "changed": bool(finished) or any(entry["replaced"] or entry["replicas_steps"] for entry in entries),
+        "changed": bool(finished and not check_mode) or any(entry["replaced"] or entry["replicas_steps"]
+                                                            for entry in entries),
         "workloads": entries,
         "gone": gone,
         "finished_left_over": [progress.result() for progress in finished],
@@ -438,9 +443,10 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
                     "replaced": sum(len(entry["replaced"]) for entry in entries), "gone": len(gone),
                     "left_over_finished": len(finished)},
         "elapsed_seconds": round(clock() - started, 2),
-        "warnings": ["%s: its replicas are also set by %s: if that sets them back during a surge, the surge stops "
-                     "and is undone" % ("%(kind)s %(namespace)s/%(name)s" % entry, ", ".join(entry["replicas_managers"]))
-                     for entry in entries if entry["replicas_managers"] and check_mode],
+        "warnings": ["%s: its replicas are synced by %s; if that sets them back during the surge, the surge stops "
+                     "and is undone" % (progress.workload.label, ", ".join(gitops_managers(obj, MANAGER)))
+                     for progress, obj in progresses
+                     if obj and progress.method == SURGE and gitops_managers(obj, MANAGER)],
     }
     if errors:
         error = errors[0]
