@@ -161,7 +161,8 @@ def test_a_zone_the_nodepool_does_not_serve_is_known_to_the_plan_and_a_warm_node
         karpenter_cluster, karpenter_kit, karpenter_namespace, tmp_path):
     pool = karpenter_kit.node_pool("ab", zones=("test-zone-a", "test-zone-b"))
     plan = play(karpenter_cluster, tmp_path, [{"kubeops.rotation.rotation_plan": {
-        "node_selector": "kubeops.io/none=" + pool, "pool_node_selector": {NODEPOOL_LABEL: pool}}}])
+        "node_selector": "kubeops.io/none=" + pool, "pool_node_selector": {NODEPOOL_LABEL: pool},
+        "template_capacity": dict(karpenter.INSTANCE_CAPACITY)}}])
     assert plan.rc == 0, plan
     assert plan.steps[0]["pool_zones"] == ["test-zone-a", "test-zone-b"]
     started = time.monotonic()

@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import threading
-import time
 
 import pytest
 from ansible_run import run_collection_playbook
@@ -252,7 +251,10 @@ def test_killed_in_batch_two_and_rerun_still_moves_each_pod_once(cluster, protec
             wait_until(lambda: first.poll() is not None or all(
                 cluster.core.read_node(name).spec.unschedulable for name in second_batch), 300,
                 "batch 2 to be cordoned")
-            time.sleep(1)  # into the batch's moves
+            # Into the batch's moves: guard has pods on every batch, so batch 2 surges it.
+            wait_until(lambda: first.poll() is not None or "kubeops.io/surging" in (
+                cluster.apps.read_namespaced_deployment("guard", protected.namespace).metadata.labels or {}), 120,
+                "guard to surge in batch 2")
         finally:
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
