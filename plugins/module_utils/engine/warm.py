@@ -143,10 +143,11 @@ class WarmNodes:
         refused = refused_placeholders(placeholders, events)
         if refused:
             name, (zone, reason) = sorted(refused.items())[0]
+            where = " in zone %s" % zone if zone else ""
             raise Blocked("The autoscaler will not bring up a warm node%s for placeholder %s: %s. %d warm node(s) ready "
                           "(%s). The placeholders stay; fix the pool (or the zones asked for) and rerun, or state: "
-                          "absent to remove them." % (" in zone %s" % zone if zone else "", name, reason, len(warm),
-                                                     ", ".join(warm) or "none"), {"nodes": warm})
+                          "absent to remove them." % (where, name, reason, len(warm), ", ".join(warm) or "none"),
+                          {"nodes": warm})
 
     @staticmethod
     def check_not_on(exclude_nodes, placeholders, specs):
