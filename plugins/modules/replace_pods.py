@@ -24,8 +24,9 @@ description:
   - What a surge changes is recorded on the Deployment before anything else (label C(kubeops.io/surging), annotation
     C(kubeops.io/surge) with its replicas and its HorizontalPodAutoscaler's bounds) and put back at the end. A
     surge a killed run left is finished by the next call, whichever pods it is given.
-  - An HorizontalPodAutoscaler of the Deployment gets its minReplicas (and maxReplicas, when lower) raised to each
-    step's replicas, so that it does not take the surge back, and its own bounds again after.
+  - An HorizontalPodAutoscaler of the Deployment gets its minReplicas and maxReplicas pinned to each step's replicas,
+    so that it neither takes the surge back (it enforces its bounds without metrics) nor scales beside it, and its
+    own bounds again after; its annotation C(kubeops.io/surge) says what they were meanwhile.
   - If something else sets the Deployment's replicas while it surges (a GitOps controller syncing C(spec.replicas)),
     the surge stops, is undone (the leaving pods stay), and the call fails naming the field managers of
     C(spec.replicas).

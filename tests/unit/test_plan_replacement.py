@@ -16,6 +16,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     gitops_managers,
     hpa_bounds,
     hpa_record,
+    hpa_restored,
     is_leaving,
     leaving_patch,
     never_allows_one,
@@ -137,21 +138,21 @@ def test_without_a_readable_surge_record_there_is_none(annotations):
     assert surge_record({"metadata": {"annotations": annotations}}) is None
 
 
-def test_hpa_bounds_rise_with_the_surge_and_are_restored_after():
+def test_hpa_bounds_are_pinned_to_each_step_of_the_surge_and_restored_after():
     record = hpa_record({"metadata": {"name": "web"}, "spec": {"minReplicas": 2, "maxReplicas": 5}})
     assert record == {"name": "web", "minReplicas": 2, "maxReplicas": 5}
-    raised = hpa_bounds(record, 4)
-    assert raised["spec"] == {"minReplicas": 4, "maxReplicas": 5}
-    assert json.loads(raised["metadata"]["annotations"][SURGE_ANNOTATION]) == {"minReplicas": 2, "maxReplicas": 5}
+    pinned = hpa_bounds(record, 4)
+    assert pinned["spec"] == {"minReplicas": 4, "maxReplicas": 4}
+    assert json.loads(pinned["metadata"]["annotations"][SURGE_ANNOTATION]) == {"minReplicas": 2, "maxReplicas": 5}
     assert hpa_bounds(record, 7)["spec"] == {"minReplicas": 7, "maxReplicas": 7}
-    assert hpa_bounds(record, 2) == {"spec": {"minReplicas": 2, "maxReplicas": 5},
-                                     "metadata": {"annotations": {SURGE_ANNOTATION: None}}}
+    assert hpa_restored(record) == {"spec": {"minReplicas": 2, "maxReplicas": 5},
+                                    "metadata": {"annotations": {SURGE_ANNOTATION: None}}}
 
 
 def test_an_hpa_without_min_replicas_counts_as_one():
     record = hpa_record({"metadata": {"name": "web"}, "spec": {"maxReplicas": 4}})
     assert record["minReplicas"] == 1
-    assert hpa_bounds(record, 1)["spec"] == {"minReplicas": 1, "maxReplicas": 4}
+    assert hpa_restored(record)["spec"] == {"minReplicas": 1, "maxReplicas": 4}
 
 
 def test_a_leaving_pod_is_recognised_by_its_run_and_lowest_deletion_cost():

@@ -511,8 +511,8 @@ def test_a_recreate_deployment_is_replaced_one_at_a_time_and_an_autoscaled_one_n
         dict(replace_entry(SOLO, "single replica", ["ns/solo-1"]), autoscaler="solo-hpa")]
     assert plan["summary"][2:] == [
         "  Deployment ns/keep: one at a time, 1 pod(s) (do-not-disrupt)",
-        "  Deployment ns/solo: surge by 1 pod(s) (single replica); HPA solo-hpa: its minReplicas rises with the surge "
-        "and comes back after"]
+        "  Deployment ns/solo: surge by 1 pod(s) (single replica); HPA solo-hpa: its bounds follow the surge and come "
+        "back after"]
 
 
 def test_a_workload_whose_replicas_a_gitops_controller_syncs_is_named_with_what_the_surge_will_do():

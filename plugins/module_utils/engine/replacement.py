@@ -55,6 +55,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     Budget,
     hpa_bounds,
     hpa_record,
+    hpa_restored,
     gitops_managers,
     hpa_targets,
     is_leaving,
@@ -242,7 +243,7 @@ class Replacing:
                 raise TimedOut("%s: %s" % (state.workload.label, state.describe(replicas)))
 
     def set_replicas(self, workload, record, replicas):
-        """The HPA's bounds first, so that it does not take the step back; then the workload."""
+        """The HPA's bounds first (pinned to the step), so that it does not take the step back; then the workload."""
         if record.get("hpa"):
             patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"], hpa_bounds(record["hpa"], replicas))
         patch_workload(self.client, workload, {"spec": {"replicas": replicas}})
@@ -251,7 +252,7 @@ class Replacing:
         """The HPA's own bounds and the workload without the surge's marks; ``replicas`` is the count it ends at."""
         if record.get("hpa"):
             patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"],
-                             hpa_bounds(record["hpa"], record["hpa"]["minReplicas"]))
+                             hpa_restored(record["hpa"]))
         body = surge_marks_removed()
         body["spec"] = {"replicas": replicas}
         patch_workload(self.client, workload, body)

@@ -142,12 +142,18 @@ def hpa_record(hpa):
 
 
 def hpa_bounds(record, replicas):
-    """The HPA's spec bounds while the workload has ``replicas``: never below it, so that the HPA does not take
-    the surge back (it enforces its bounds without metrics); its own bounds once the surge is over."""
-    return {"spec": {"minReplicas": max(record["minReplicas"], replicas),
-                     "maxReplicas": max(record["maxReplicas"] or replicas, replicas)},
-            "metadata": {"annotations": {SURGE_ANNOTATION: None if replicas <= record["minReplicas"] else json.dumps(
+    """The HPA's spec bounds while the workload surges at ``replicas``: pinned there, so that the HPA neither takes
+    the surge back (it enforces its bounds without metrics) nor scales beside it, and the annotation that says what
+    they were."""
+    return {"spec": {"minReplicas": replicas, "maxReplicas": replicas},
+            "metadata": {"annotations": {SURGE_ANNOTATION: json.dumps(
                 {"minReplicas": record["minReplicas"], "maxReplicas": record["maxReplicas"]}, sort_keys=True)}}}
+
+
+def hpa_restored(record):
+    """The HPA's own bounds again, and no annotation."""
+    return {"spec": {"minReplicas": record["minReplicas"], "maxReplicas": record["maxReplicas"]},
+            "metadata": {"annotations": {SURGE_ANNOTATION: None}}}
 
 
 def leaving_patch(run_id):

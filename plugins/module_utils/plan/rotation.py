@@ -537,7 +537,7 @@ def summarize_plan(plan):
         lines.extend("  %s %s: %s %d pod(s) (%s)%s" % (
             entry["kind"], entry["name"] if not entry["namespace"] else "%s/%s" % (entry["namespace"], entry["name"]),
             "surge by" if entry["method"] == SURGE else "one at a time,", len(entry["pods"]), entry["reason"],
-            "; HPA %s: its minReplicas rises with the surge and comes back after" % entry["autoscaler"]
+            "; HPA %s: its bounds follow the surge and come back after" % entry["autoscaler"]
             if entry.get("autoscaler") else "") + (
             "; its replicas are synced by %s: pause that sync for the rotation, or the surge is undone and the batch "
             "stops" % ", ".join(entry["gitops"]) if entry.get("gitops") and entry["method"] == SURGE else "")
