@@ -4,6 +4,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.st
     is_steered,
     steering_patch,
     steering_while_moving_effects,
+    strict_when_warmed,
     with_room,
     without_steering,
 )
@@ -69,3 +70,16 @@ def test_only_nodes_with_room_are_steered_counting_the_room_the_leaving_pods_fre
     # A restart replaces old-0 wherever it runs: its room on the full node opens while the new pods are placed.
     assert with_room(effects, nodes, pods, request, leaving=["ns/old-0"]) == effects
     assert with_room(effects, nodes, pods, dict(request, cpu=0.5), leaving=["ns/old-0"]) == {"roomy": "NoSchedule"}
+
+
+def test_other_zones_are_closed_when_the_zone_the_pods_leave_is_warmed_with_room_for_them():
+    nodes = [node("old-b", zone="b"), node("warm-b", zone="b", cpu="4"), node("spare-a", zone="a")]
+    placeholder = pod("warm-0", "warm-b", labels={"kubeops.io/warm-set": "rotation-r1"}, cpu="100m")
+    leaving = [pod("web-1", "old-b", cpu="1"), pod("web-2", "old-b", cpu="1")]
+    effects = {"spare-a": "PreferNoSchedule"}
+    needs = {"cpu": 2.0, "memory": 0.0, "pods": 2.0}
+    assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], needs) == {"spare-a": "NoSchedule"}
+    # Not warmed (no placeholder of its own), or too little room there: only a preference, as before.
+    assert strict_when_warmed(effects, nodes, leaving, ["old-b"], needs) == effects
+    assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.0)) == effects
+    assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], None) == effects

@@ -23,7 +23,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction i
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import (
     judge_all,
     left_behind,
@@ -80,7 +80,8 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         return result
     run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
-    with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving) as steered:
+    with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving,
+                               needs=total_requests(p.pod for p in plans if p.removes)) as steered:
         states = run.run(plans, node_names)
     result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))

@@ -49,7 +49,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     SURGE,
     Budget,
@@ -423,7 +423,8 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
                                    for _progress, obj in progresses if obj)
         finished = [replacing.finish_left_over(obj) for obj in left_over]
         with steering_while_moving(client, settings.avoid_nodes if progresses else (),
-                                   nodes if settings.keep_zones else (), request, leaving) as steered:
+                                   nodes if settings.keep_zones else (), request, leaving,
+                                   total_requests(pod for pod in pods if pod_key(pod) in asked)) as steered:
             errors = _run_by_namespace(replacing, progresses, settings.max_concurrent, clock)
     else:
         steered = []

@@ -17,6 +17,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.st
     is_steered,
     steering_patch,
     steering_while_moving_effects,
+    strict_when_warmed,
     with_room,
 )
 
@@ -47,7 +48,7 @@ def clear_steering(client, names):
 
 
 @contextlib.contextmanager
-def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None, leaving=()):
+def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None, leaving=(), needs=None):
     """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
     yields the steered node names. On the Ready, uncordoned nodes only:
 
@@ -62,8 +63,10 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     for it are steered: a full node takes none of them anyway, and a large cluster would otherwise be
     patched node by node, twice, for every step. The pods ``leaving`` (pod keys: a restarted workload's old
     pods, wherever they run) free their room as they go, so it counts as free. Taints a killed run left
-    are removed first. One list of the nodes (and one of the pods, with ``request``) serves it all; with
-    neither nodes to avoid nor zones to keep nothing is read or steered.
+    are removed first. With ``needs`` (the summed requests of the pods that move), the other zones' nodes
+    carry NoSchedule instead when the zones kept are warmed with room for them (strict_when_warmed). One list
+    of the nodes (and one of the pods, with ``request``) serves it all; with neither nodes to avoid nor zones
+    to keep nothing is read or steered.
     """
     if not avoid_nodes and not keep_zones_of:
         yield []
@@ -71,7 +74,9 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     nodes = client.list_all(client.core.list_node)
     effects = steering_while_moving_effects(nodes, avoid_nodes, keep_zones_of)
     if request and effects:
-        effects = with_room(effects, nodes, client.list_all(client.core.list_pod_for_all_namespaces), request, leaving)
+        pods = client.list_all(client.core.list_pod_for_all_namespaces)
+        effects = strict_when_warmed(with_room(effects, nodes, pods, request, leaving), nodes, pods, keep_zones_of,
+                                     needs, leaving)
     set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in effects], None)
     steered = sorted(effects)
     try:

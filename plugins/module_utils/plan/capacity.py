@@ -94,3 +94,25 @@ def nodes_with_room(nodes, pods, request):
         if all(allocatable[resource] - requested[resource] >= request[resource] - 1e-9 for resource in RESOURCES):
             found.add(name)
     return found
+
+
+def free_room(nodes, pods):
+    """The allocatable of ``nodes`` less what the pods on them request (as nodes_with_room counts it), summed per
+    resource. Pure."""
+    names = {node["metadata"]["name"] for node in nodes}
+    total = {resource: sum(resource_amounts((node.get("status") or {}).get("allocatable"))[resource]
+                           for node in nodes) for resource in RESOURCES}
+    for pod in pods:
+        if node_of(pod) in names and not is_terminal(pod):
+            for resource, value in pod_requests(pod).items():
+                total[resource] -= value
+    return total
+
+
+def total_requests(pods):
+    """What ``pods`` request together, per resource. Pure."""
+    total = dict.fromkeys(RESOURCES, 0.0)
+    for pod in pods:
+        for resource, value in pod_requests(pod).items():
+            total[resource] += value
+    return total

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import STEERING_TAINT_KEY
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import STEERING_TAINT_KEY, WARM_SET_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     is_cordoned,
     is_ready,
@@ -15,8 +15,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
     zone_of,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.patches import guarded
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_with_room
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import free_room, nodes_with_room
 
 
 def is_steered(node):
@@ -65,3 +66,27 @@ def with_room(effects, nodes, pods, request, leaving=()):
     staying = [pod for pod in pods if pod_key(pod) not in gone]
     roomy = nodes_with_room([node for node in nodes if node_name(node) in effects], staying, request)
     return {name: effect for name, effect in effects.items() if name in roomy}
+
+
+def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
+    """``effects`` with PreferNoSchedule turned into NoSchedule when the zones of ``keep_zones_of`` are warmed
+    for the pods that move: each has a Ready, uncordoned node of its own (not one of ``keep_zones_of``) that runs
+    a warm placeholder, and their such nodes have room for ``needs`` (the summed requests of the pods that move,
+    those ``leaving`` counted as gone). A preference loses to the scheduler's other scores, and on a large
+    cluster to its sampling of the nodes it scores; a zone warmed for its pods needs no other. ``effects`` as
+    they are otherwise. Pure."""
+    keep = set(keep_zones_of)
+    zones = {zone_of(node) for node in nodes if node_name(node) in keep} - {None}
+    if not needs or not zones or "PreferNoSchedule" not in effects.values():
+        return effects
+    gone = set(leaving)
+    staying = [pod for pod in pods if pod_key(pod) not in gone and not is_terminating(pod)]
+    hosts = {node_of(pod) for pod in staying if WARM_SET_LABEL in ((pod.get("metadata") or {}).get("labels") or {})}
+    own = [node for node in nodes if zone_of(node) in zones and node_name(node) not in keep
+           and effects.get(node_name(node)) != "NoSchedule" and is_ready(node) and not is_cordoned(node)]
+    if {zone_of(node) for node in own if node_name(node) in hosts} != zones:
+        return effects
+    room = free_room(own, staying)
+    if any(room[resource] + 1e-9 < needs.get(resource, 0) for resource in RESOURCES):
+        return effects
+    return {name: "NoSchedule" if effect == "PreferNoSchedule" else effect for name, effect in effects.items()}
