@@ -81,5 +81,7 @@ def test_other_zones_are_closed_when_the_zone_the_pods_leave_is_warmed_with_room
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], needs) == {"spare-a": "NoSchedule"}
     # Not warmed (no placeholder of its own), or too little room there: only a preference, as before.
     assert strict_when_warmed(effects, nodes, leaving, ["old-b"], needs) == effects
-    assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.0)) == effects
+    assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.0)) == \
+        {"spare-a": "NoSchedule"}, "the placeholder's room counts: it is preempted"
+    assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.5)) == effects
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], None) == effects

@@ -72,7 +72,7 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
     """``effects`` with PreferNoSchedule turned into NoSchedule when the zones of ``keep_zones_of`` are warmed
     for the pods that move: each has a Ready, uncordoned node of its own (not one of ``keep_zones_of``) that runs
     a warm placeholder, and their such nodes have room for ``needs`` (the summed requests of the pods that move,
-    those ``leaving`` counted as gone). A preference loses to the scheduler's other scores, and on a large
+    those ``leaving`` counted as gone, the placeholders' as free: they are preempted). A preference loses to the scheduler's other scores, and on a large
     cluster to its sampling of the nodes it scores; a zone warmed for its pods needs no other. ``effects`` as
     they are otherwise. Pure."""
     keep = set(keep_zones_of)
@@ -80,12 +80,17 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
     if not needs or not zones or "PreferNoSchedule" not in effects.values():
         return effects
     gone = set(leaving)
-    staying = [pod for pod in pods if pod_key(pod) not in gone and not is_terminating(pod)]
-    hosts = {node_of(pod) for pod in staying if WARM_SET_LABEL in ((pod.get("metadata") or {}).get("labels") or {})}
+    staying, hosts = [], set()
+    for pod in pods:
+        if WARM_SET_LABEL in ((pod.get("metadata") or {}).get("labels") or {}):
+            hosts.add(node_of(pod))
+        elif pod_key(pod) not in gone and not is_terminating(pod):
+            staying.append(pod)
     own = [node for node in nodes if zone_of(node) in zones and node_name(node) not in keep
            and effects.get(node_name(node)) != "NoSchedule" and is_ready(node) and not is_cordoned(node)]
     if {zone_of(node) for node in own if node_name(node) in hosts} != zones:
         return effects
+    # A placeholder gives its room up to any real pod (it is preempted): it is not counted in ``staying``.
     room = free_room(own, staying)
     if any(room[resource] + 1e-9 < needs.get(resource, 0) for resource in RESOURCES):
         return effects
