@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import DO_NOT_DISRUPT, SAFE_TO_EVICT
@@ -26,6 +27,18 @@ def node_of(pod):
 
 def annotations_of(pod):
     return (pod.get("metadata") or {}).get("annotations") or {}
+
+
+def annotation_json(obj, key):
+    """The JSON object in the annotation ``key`` of ``obj``: None without the annotation, {} when it is not one."""
+    text = annotations_of(obj).get(key)
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def controller_of(obj):

@@ -25,7 +25,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     SURGE_ANNOTATION,
     SURGE_LABEL,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotations_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotation_json, annotations_of
 
 SURGE = "surge"
 ONE_AT_A_TIME = "one_at_a_time"
@@ -113,14 +113,8 @@ def replacement_method(kind, obj_spec):
 
 def surge_record(obj):
     """What a surge changed on the workload, from its annotation: {"run_id", "replicas", "hpa"}; None without."""
-    text = annotations_of(obj).get(SURGE_ANNOTATION)
-    if not text:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) and isinstance(record.get("replicas"), int) else None
+    record = annotation_json(obj, SURGE_ANNOTATION)
+    return record if record and isinstance(record.get("replicas"), int) else None
 
 
 def surge_marks(run_id, replicas, hpa=None):

@@ -18,7 +18,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     RESTARTED_AT,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, owner_of
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotations_of, node_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotation_json, node_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import desired_healthy
@@ -171,13 +171,9 @@ def paced_strategy(obj, pdbs):
 
 def strategy_put_back(obj):
     """The patch that puts back the rolling update a paced restart recorded on ``obj``; None when none is."""
-    text = annotations_of(obj).get(RESTART_STRATEGY)
-    if not text:
+    original = annotation_json(obj, RESTART_STRATEGY)
+    if original is None:
         return None
-    try:
-        original = json.loads(text)
-    except ValueError:
-        original = {}
     return {"spec": {"strategy": {"rollingUpdate": {"maxUnavailable": original.get("maxUnavailable"),
                                                     "maxSurge": original.get("maxSurge")}}},
             "metadata": {"annotations": {RESTART_STRATEGY: None}}}
