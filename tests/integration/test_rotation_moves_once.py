@@ -320,7 +320,7 @@ def test_skip_leaves_a_blocked_batch_cordoned_finishes_the_others_and_fails_nami
 def test_a_surge_goes_to_the_warm_room_not_to_the_empty_nodes_of_a_later_batch(cluster, test_id, tmp_path):
     # The warm nodes are full of placeholders and the later batch's nodes are empty: a scheduler asked only not
     # to prefer those nodes takes them rather than preempt a placeholder, and the next batch would then find
-    # pods of a workload this rotation has already restarted.
+    # pods of a workload this rotation has already moved.
     if not cluster.has_provisioner:
         pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
     scenario = Scenario(cluster, test_id, {"zone-a": 4})

@@ -5,6 +5,7 @@ import pytest
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import (
     batch_count,
     count_or_percent_error,
+    scaled_count,
     unavailable_limit,
     unavailable_limit_error,
 )
@@ -43,3 +44,9 @@ def test_batch_count_takes_a_count_or_a_percent_rounded_down_at_least_one():
     assert batch_count("10%", 5) == 1
     assert batch_count("100%", 7) == 7
     assert batch_count("0", 5) == 1
+
+
+def test_an_int_or_percent_scales_to_pods_rounded_the_way_its_field_is():
+    assert scaled_count("25%", 12, round_up=False) == 3 and scaled_count("25%", 10, round_up=False) == 2
+    assert scaled_count("25%", 10, round_up=True) == 3 and scaled_count("10%", 12, round_up=True) == 2
+    assert scaled_count(1, 12, round_up=True) == 1 and scaled_count("2", 12, round_up=False) == 2

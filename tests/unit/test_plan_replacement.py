@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import SURGE_ANNOTATION, SURGE_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     ONE_AT_A_TIME,
     SURGE,
@@ -24,6 +25,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     replacement_method,
     replicas_managers,
     scale_back_step,
+    scale_target,
     surge_marks,
     surge_marks_removed,
     surge_record,
@@ -180,3 +182,11 @@ def test_only_gitops_controllers_count_as_syncing_the_replicas():
         {"manager": "kubectl-client-side-apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
         {"manager": "kubeops.rotation", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]}}
     assert gitops_managers(managed, "kubeops.rotation") == ["argocd-controller"]
+
+
+def test_an_hpa_scales_the_deployment_or_statefulset_its_target_names():
+    hpa = {"metadata": {"name": "web", "namespace": "ns"},
+           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}}}
+    assert scale_target(hpa) == Workload("Deployment", "ns", "web")
+    assert scale_target({"metadata": {"name": "x", "namespace": "ns"},
+                         "spec": {"scaleTargetRef": {"kind": "ReplicaSet", "name": "x"}}}) is None

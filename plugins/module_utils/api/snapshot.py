@@ -21,6 +21,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     ONE_AT_A_TIME,
     gitops_managers,
     replacement_method,
+    scale_target,
 )
 
 # Up to this many nodes, their pods are listed node by node: the API server indexes pods by node, so a drain
@@ -158,14 +159,12 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
             replicas[workload] = obj["spec"].get("replicas", 1)
             if replacement_method(kind, obj["spec"]) == ONE_AT_A_TIME:
                 one_at_a_time.add(workload)
-            if gitops_managers(obj, MANAGER):
-                gitops[workload] = gitops_managers(obj, MANAGER)
-    autoscalers = {}
-    for hpa in client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces):
-        target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
-        if target.get("kind") in ("Deployment", "StatefulSet"):
-            autoscalers[Workload(target["kind"], hpa["metadata"]["namespace"], target.get("name"))] = \
-                hpa["metadata"]["name"]
+            syncing = gitops_managers(obj, MANAGER)
+            if syncing:
+                gitops[workload] = syncing
+    autoscalers = {scale_target(hpa): hpa["metadata"]["name"]
+                   for hpa in client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces)
+                   if scale_target(hpa)}
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
     return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones,
                             claims, pools, frozenset(one_at_a_time), autoscalers, gitops)

@@ -79,13 +79,14 @@ def patch_pod(client, namespace, name, body):
         raise
 
 
-def evict_pod(client, pod):
-    """Ask the Eviction API to remove ``pod`` (this very pod: its uid is a precondition)."""
+def evict_pod(client, pod, delete_options=None):
+    """Ask the Eviction API to remove ``pod``, with ``delete_options`` (by default, this very pod: its uid as a
+    precondition)."""
     metadata = pod["metadata"]
     client.core.create_namespaced_pod_eviction(metadata["name"], metadata["namespace"], {
         "apiVersion": "policy/v1", "kind": "Eviction",
         "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
-        "deleteOptions": {"preconditions": {"uid": metadata["uid"]}}})
+        "deleteOptions": delete_options or {"preconditions": {"uid": metadata["uid"]}}})
 
 
 def pods_informer(client, namespace):

@@ -30,7 +30,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import 
     list_resource_version,
     watch,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import deployment_of, read_workload
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
+    deployment_of,
+    evict_pod,
+    read_workload,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import REPLICATED_KINDS, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import allowed_now, describe_pdb, pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, node_of, pod_key
@@ -236,10 +240,7 @@ class EvictionRun:
             if deleting:
                 self.client.core.delete_namespaced_pod(metadata["name"], metadata["namespace"], body=options)
             else:
-                self.client.core.create_namespaced_pod_eviction(metadata["name"], metadata["namespace"], {
-                    "apiVersion": "policy/v1", "kind": "Eviction",
-                    "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
-                    "deleteOptions": options})
+                evict_pod(self.client, state.pod, options)
         except ConnectionFailed as exc:
             # The API server went away mid-request: try again once it is back, first checking whether
             # the eviction was applied, so that no pod is evicted twice.

@@ -53,17 +53,17 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     SURGE,
     Budget,
+    gitops_managers,
     hpa_bounds,
     hpa_record,
     hpa_restored,
-    gitops_managers,
-    hpa_targets,
     is_leaving,
     leaving_patch,
     one_may_go,
     replacement_method,
     replicas_managers,
     scale_back_step,
+    scale_target,
     surge_marks,
     surge_marks_removed,
     surge_record,
@@ -156,7 +156,7 @@ class Replacing:
         if record is None:
             obj = self.rolled_out(workload, obj)
             autoscaler = next((hpa for hpa in autoscalers_in(self.client, workload.namespace)
-                               if hpa_targets(hpa, workload.kind, workload.name)), None)
+                               if scale_target(hpa) == workload), None)
             record = {"replicas": (obj.get("spec") or {}).get("replicas", 1),
                       "hpa": hpa_record(autoscaler) if autoscaler else None}
             obj = patch_workload(self.client, workload, surge_marks(self.run_id, record["replicas"], record["hpa"]))
@@ -179,7 +179,7 @@ class Replacing:
         except (TimedOut, ReplicasTaken):
             self.undo(progress, state, record, leaving)
             raise
-        self.put_back(workload, record, record["replicas"])
+        self.put_back(workload, record)
         mine = state.mine()
         progress.replaced = sorted(key for key in leaving if key not in {pod_key(pod) for pod in mine})
         progress.replacements = sorted("%s on %s" % (pod_key(pod), node_of(pod)) for pod in mine
@@ -248,13 +248,12 @@ class Replacing:
             patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"], hpa_bounds(record["hpa"], replicas))
         patch_workload(self.client, workload, {"spec": {"replicas": replicas}})
 
-    def put_back(self, workload, record, replicas):
-        """The HPA's own bounds and the workload without the surge's marks; ``replicas`` is the count it ends at."""
+    def put_back(self, workload, record):
+        """The HPA's own bounds, and the workload at its recorded replicas without the surge's marks."""
         if record.get("hpa"):
-            patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"],
-                             hpa_restored(record["hpa"]))
+            patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"], hpa_restored(record["hpa"]))
         body = surge_marks_removed()
-        body["spec"] = {"replicas": replicas}
+        body["spec"] = {"replicas": record["replicas"]}
         patch_workload(self.client, workload, body)
 
     def undo(self, progress, state, record, leaving):
@@ -272,7 +271,7 @@ class Replacing:
             if replicas > record["replicas"]:
                 self.scale(progress, state, record, replicas, record["replicas"], (),
                            deadline=self.clock() + UNDO_SECONDS)
-            self.put_back(state.workload, record, record["replicas"])
+            self.put_back(state.workload, record)
             progress.detail = "the surge was undone"
         except (TimedOut, ReplicasTaken) as exc:
             progress.detail = "the surge could not be undone (%s); the next run of the rotation undoes it" % exc
@@ -293,7 +292,7 @@ class Replacing:
             self.undo(progress, state, record, leaving)
             return progress
         self.scale(progress, state, record, replicas, record["replicas"], leaving)
-        self.put_back(workload, record, record["replicas"])
+        self.put_back(workload, record)
         progress.replaced = sorted(set(leaving) - {pod_key(pod) for pod in state.mine()})
         return progress
 
@@ -305,8 +304,7 @@ class Replacing:
         state = _Pods(self, workload, spec)
         replicas = spec.get("replicas", 1)
         for key in sorted(state.leaving_now(progress.leaving, self.run_id), reverse=True):
-            pod = state.pod(key)
-            while pod is not None:
+            while state.pod(key) is not None:
                 self.wait(state, replicas, self.deadline, lambda: one_may_go(replicas, state.ready(), state.budgets()))
                 pod = state.pod(key)
                 if pod is None:
@@ -326,7 +324,7 @@ class Replacing:
                 replacement = state.pod(key)
                 if replacement is not None:
                     progress.replacements.append("%s on %s" % (key, node_of(replacement)))
-                pod = None
+                break
         progress.action = "replaced"
 
 
@@ -360,9 +358,9 @@ class _Pods:
 
     def replacements_ready(self, replicas, leaving):
         """Every pod that stays is Ready: the replacements of the steps so far are."""
-        staying = [pod for pod in self.mine() if pod_key(pod) not in leaving]
-        return len(staying) >= replicas - sum(1 for pod in self.mine() if pod_key(pod) in leaving) and all(
-            is_ready(pod) for pod in staying)
+        mine = self.mine()
+        staying = [pod for pod in mine if pod_key(pod) not in leaving]
+        return len(staying) >= replicas - (len(mine) - len(staying)) and all(is_ready(pod) for pod in staying)
 
     def removed(self, replicas):
         return len(self.mine()) <= replicas

@@ -41,7 +41,7 @@ def nodes_needed(pods, template_allocatable, pool_labels):
                 not_for_pool.append(pod_key(pod))
     allocatable = resource_amounts(template_allocatable)
     free = {resource: allocatable[resource] - per_node_daemon[resource] for resource in RESOURCES}
-    total = {resource: sum(pod_requests(pod)[resource] for pod in movable) for resource in RESOURCES}
+    total = total_requests(movable)
     per_resource = {}
     for resource in RESOURCES:
         if total[resource] <= 0:
@@ -76,43 +76,32 @@ def smallest_request(requests):
     return {resource: min(request[resource] for request in requests) for resource in RESOURCES}
 
 
-def nodes_with_room(nodes, pods, request):
-    """The names of ``nodes`` whose allocatable, less what the pods on them request (terminating ones too, as
-    the scheduler counts them until they are gone; not finished ones), still holds ``request``. Pure."""
-    used = {}
+def free_by_node(nodes, pods):
+    """Node name -> the allocatable of each of ``nodes`` less what the pods on it request (terminating ones too,
+    as the scheduler counts them until they are gone; not finished ones). Pure."""
+    free = {node["metadata"]["name"]: resource_amounts((node.get("status") or {}).get("allocatable"))
+            for node in nodes}
     for pod in pods:
-        name = node_of(pod)
-        if name and not is_terminal(pod):
-            requested = used.setdefault(name, dict.fromkeys(RESOURCES, 0.0))
+        room = free.get(node_of(pod))
+        if room is not None and not is_terminal(pod):
             for resource, value in pod_requests(pod).items():
-                requested[resource] += value
-    found = set()
-    for node in nodes:
-        name = node["metadata"]["name"]
-        allocatable = resource_amounts((node.get("status") or {}).get("allocatable"))
-        requested = used.get(name, dict.fromkeys(RESOURCES, 0.0))
-        if all(allocatable[resource] - requested[resource] >= request[resource] - 1e-9 for resource in RESOURCES):
-            found.add(name)
-    return found
+                room[resource] -= value
+    return free
+
+
+def nodes_with_room(nodes, pods, request):
+    """The names of ``nodes`` whose room (free_by_node) still holds ``request``. Pure."""
+    return {name for name, room in free_by_node(nodes, pods).items()
+            if all(room[resource] >= request[resource] - 1e-9 for resource in RESOURCES)}
 
 
 def free_room(nodes, pods):
-    """The allocatable of ``nodes`` less what the pods on them request (as nodes_with_room counts it), summed per
-    resource. Pure."""
-    names = {node["metadata"]["name"] for node in nodes}
-    total = {resource: sum(resource_amounts((node.get("status") or {}).get("allocatable"))[resource]
-                           for node in nodes) for resource in RESOURCES}
-    for pod in pods:
-        if node_of(pod) in names and not is_terminal(pod):
-            for resource, value in pod_requests(pod).items():
-                total[resource] -= value
-    return total
+    """The room of ``nodes`` (free_by_node), summed per resource. Pure."""
+    rooms = free_by_node(nodes, pods).values()
+    return {resource: sum(room[resource] for room in rooms) for resource in RESOURCES}
 
 
 def total_requests(pods):
     """What ``pods`` request together, per resource. Pure."""
-    total = dict.fromkeys(RESOURCES, 0.0)
-    for pod in pods:
-        for resource, value in pod_requests(pod).items():
-            total[resource] += value
-    return total
+    requests = [pod_requests(pod) for pod in pods]
+    return {resource: sum(request[resource] for request in requests) for resource in RESOURCES}

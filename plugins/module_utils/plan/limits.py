@@ -20,6 +20,16 @@ def unavailable_limit(limit, desired):
     return max(1, int(text))
 
 
+def scaled_count(value, total, round_up):
+    """A Kubernetes IntOrString (a count, or a percent of ``total``) as a number of pods, a percent rounded up or
+    down as the field that holds it is (a PDB's both ways up, a Deployment's maxSurge up, its maxUnavailable down)."""
+    text = str(value).strip()
+    if text.endswith("%"):
+        amount = float(text[:-1]) * total / 100.0
+        return int(math.ceil(amount - 1e-9)) if round_up else int(math.floor(amount + 1e-9))
+    return int(text)
+
+
 def count_or_percent_error(name, value):
     """Why ``value`` is not a count >= 1 or a percent 1-100%, or None."""
     text = str(value).strip()

@@ -16,7 +16,6 @@ every pod is Ready and the PDBs allow one disruption. Pure.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
@@ -25,7 +24,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     SURGE_ANNOTATION,
     SURGE_LABEL,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotation_json, annotations_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import scaled_count
 
 SURGE = "surge"
 ONE_AT_A_TIME = "one_at_a_time"
@@ -46,20 +47,14 @@ class Budget:
         return "%s/%s" % (self.pdb["metadata"]["namespace"], self.pdb["metadata"]["name"])
 
 
-def _scaled(value, expected):
-    """An IntOrString of a PDB against ``expected`` pods; percents round up, as the disruption controller does."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        return int(math.ceil(float(value.strip()[:-1]) * expected / 100.0 - 1e-9))
-    return int(value)
-
-
 def desired_healthy(pdb, expected):
-    """How many pods the PDB wants Ready when ``expected`` pods are expected (its desiredHealthy)."""
+    """How many pods the PDB wants Ready when ``expected`` pods are expected (its desiredHealthy; percents round up,
+    as the disruption controller does)."""
     spec = pdb.get("spec") or {}
     if spec.get("maxUnavailable") is not None:
-        return max(0, expected - _scaled(spec["maxUnavailable"], expected))
+        return max(0, expected - scaled_count(spec["maxUnavailable"], expected, round_up=True))
     if spec.get("minAvailable") is not None:
-        return _scaled(spec["minAvailable"], expected)
+        return scaled_count(spec["minAvailable"], expected, round_up=True)
     return 0
 
 
@@ -159,9 +154,12 @@ def is_leaving(pod, run_id):
     return annotations.get(LEAVING_ANNOTATION) == run_id and annotations.get(DELETION_COST) == LEAVING_COST
 
 
-def hpa_targets(hpa, kind, name):
+def scale_target(hpa):
+    """The Deployment or StatefulSet (a Workload) an HorizontalPodAutoscaler scales, or None."""
     target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
-    return target.get("kind") == kind and target.get("name") == name
+    if target.get("kind") not in ("Deployment", "StatefulSet") or not target.get("name"):
+        return None
+    return Workload(target["kind"], hpa["metadata"]["namespace"], target["name"])
 
 
 def replicas_managers(obj, ours):

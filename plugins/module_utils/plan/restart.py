@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import json
-import math
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     RESTART_ID,
@@ -21,6 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import annotation_json, node_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import scaled_count
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import desired_healthy
 
 
@@ -134,15 +134,6 @@ def owners_on_nodes(pods, replica_set_owners, include_daemonsets=False):
     return owners
 
 
-def _rolling_amount(value, replicas, round_up):
-    """A Deployment's maxSurge (rounded up) or maxUnavailable (rounded down) as a number of pods."""
-    text = str(value).strip()
-    if text.endswith("%"):
-        amount = float(text[:-1]) * replicas / 100.0
-        return int(math.ceil(amount - 1e-9)) if round_up else int(math.floor(amount + 1e-9))
-    return int(text)
-
-
 def paced_strategy(obj, pdbs):
     """(patch, original): the rolling update a restart of the Deployment ``obj`` keeps to so that it takes no PDB
     that selects its pods (``pdbs``, API JSON) below its desiredHealthy: maxUnavailable cut to what they allow with
@@ -158,11 +149,11 @@ def paced_strategy(obj, pdbs):
     allowed = [replicas - desired_healthy(pdb, replicas) for pdb in pdbs
                if selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
     rolling = strategy.get("rollingUpdate") or {}
-    unavailable = _rolling_amount(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
+    unavailable = scaled_count(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
     if not allowed or unavailable <= max(0, min(allowed)):
         return None, None
     paced = {"maxUnavailable": max(0, min(allowed)), "maxSurge": rolling.get("maxSurge", "25%")}
-    if paced["maxUnavailable"] == 0 and _rolling_amount(paced["maxSurge"], replicas, round_up=True) < 1:
+    if paced["maxUnavailable"] == 0 and scaled_count(paced["maxSurge"], replicas, round_up=True) < 1:
         paced["maxSurge"] = 1
     original = {"maxUnavailable": rolling.get("maxUnavailable"), "maxSurge": rolling.get("maxSurge")}
     return {"spec": {"strategy": {"rollingUpdate": paced}},

@@ -535,7 +535,7 @@ def summarize_plan(plan):
                          "; BLOCKED: %s" % "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in batch["blocked"])
                          if batch["blocked"] else ""))
         lines.extend("  %s %s: %s %d pod(s) (%s)%s" % (
-            entry["kind"], entry["name"] if not entry["namespace"] else "%s/%s" % (entry["namespace"], entry["name"]),
+            entry["kind"], "%s/%s" % (entry["namespace"], entry["name"]),
             "surge by" if entry["method"] == SURGE else "one at a time,", len(entry["pods"]), entry["reason"],
             "; HPA %s: its bounds follow the surge and come back after" % entry["autoscaler"]
             if entry.get("autoscaler") else "") + (

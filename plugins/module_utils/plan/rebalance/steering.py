@@ -72,9 +72,9 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
     """``effects`` with PreferNoSchedule turned into NoSchedule when the zones of ``keep_zones_of`` are warmed
     for the pods that move: each has a Ready, uncordoned node of its own (not one of ``keep_zones_of``) that runs
     a warm placeholder, and their such nodes have room for ``needs`` (the summed requests of the pods that move,
-    those ``leaving`` counted as gone, the placeholders' as free: they are preempted). A preference loses to the scheduler's other scores, and on a large
-    cluster to its sampling of the nodes it scores; a zone warmed for its pods needs no other. ``effects`` as
-    they are otherwise. Pure."""
+    those ``leaving`` counted as gone, the placeholders' as free: they are preempted). A preference loses to the
+    scheduler's other scores, and on a large cluster to its sampling of the nodes it scores; a zone warmed for its
+    pods needs no other. ``effects`` as they are otherwise. Pure."""
     keep = set(keep_zones_of)
     zones = {zone_of(node) for node in nodes if node_name(node) in keep} - {None}
     if not needs or not zones or "PreferNoSchedule" not in effects.values():
