@@ -115,6 +115,7 @@ class DisruptionWatcher:
         self.pods = {}
         self.first = {}
         self.churned = {}
+        self.churned_pods = []
         self.min_ready = {}
         self.max_terminating = {}
         self._stop = threading.Event()
@@ -126,6 +127,7 @@ class DisruptionWatcher:
         self.first = {uid: ((pod.metadata.labels or {}).get("app"), pod.spec.node_name)
                       for uid, pod in self.pods.items()}
         self.churned = {}
+        self.churned_pods = []
         self._measure()
         self._resource_version = listed.metadata.resource_version
         self._thread.start()
@@ -166,6 +168,7 @@ class DisruptionWatcher:
             if pod.metadata.uid not in self.first:
                 app = (pod.metadata.labels or {}).get("app")
                 self.churned[app] = self.churned.get(app, 0) + 1
+                self.churned_pods.append("%s on %s" % (pod.metadata.name, pod.spec.node_name))
         else:
             self.pods[pod.metadata.uid] = pod
         self._measure()

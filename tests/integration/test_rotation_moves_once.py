@@ -202,7 +202,9 @@ def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zon
     now = {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}
     assert [uid for uid, (_app, node) in watcher.first.items() if node in rotated and uid in now] == []
     assert [uid for uid, (_app, node) in watcher.first.items() if node not in rotated and uid not in now] == []
-    assert {app: count for app, count in watcher.churned.items() if app} == {}, watcher.churned
+    assert {app: count for app, count in watcher.churned.items() if app} == {}, (
+        watcher.churned_pods, sorted(scenario.old_nodes), report.get("planned_batches") and [
+            (batch["nodes"], batch["replace"]) for batch in report["planned_batches"]])
     planned_evictions = sum(len(batch["evict"]) for batch in report["planned_batches"])
     one_at_a_time = sum(len(entry["pods"]) for batch in report["planned_batches"] for entry in batch["replace"]
                         if entry["method"] == "one_at_a_time")
