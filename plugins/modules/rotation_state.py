@@ -24,14 +24,22 @@ description:
     retired.
   - Every patch is guarded by the node's resourceVersion; a node that changed
     in between is read again and planned again.
-  - O(delete=true) retires the nodes after recording the phase. A node that
-    Karpenter launched (it has a NodeClaim, C(karpenter.sh/v1)) is retired
-    the Karpenter way, by deleting its NodeClaim; Karpenter then drains what
-    is left on it, terminates the instance and removes the Node, and the
-    module waits until the Node is gone (O(timeout)). Any other node is
-    retired by deleting its Node object, so that the cloud provider or the
-    node group removes the instance. A node that is gone already is reported
-    as V(gone).
+  - O(delete=true) retires the nodes after recording the phase, by deleting
+    what owns the machine, so that the machine goes too. A node that Karpenter
+    launched (it has a NodeClaim, C(karpenter.sh/v1)) is retired by deleting
+    its NodeClaim; a Cluster API node (a C(cluster.x-k8s.io/v1beta1) Machine
+    in this cluster whose C(status.nodeRef) names it) by deleting its
+    Machine. Karpenter or the Cluster API provider then drains what is left,
+    terminates the instance and removes the Node, and the module waits until
+    the Node is gone (O(timeout)).
+  - A node with neither (an Auto Scaling group's, a managed node group's, a
+    bare machine's) is not deleted, because deleting the Node object alone
+    leaves the instance running; it is recorded as V(drained) instead of
+    V(retired), left cordoned, and reported with a warning. Retire such
+    instances with your own tasks (the role's C(rotate_nodes_retire=tasks)),
+    or ask for the Node object to be deleted with
+    O(delete_node_without_owner=true). A node that is gone already is
+    reported as V(gone).
 extends_documentation_fragment:
   - kubeops.rotation.connection
   - kubeops.rotation.lease
@@ -66,9 +74,17 @@ options:
     required: true
     choices: [planned, cordoned, drained, retired]
   delete:
-    description: Retire the nodes too, deleting their Karpenter NodeClaims or else their Node objects.
+    description: Retire the nodes too, deleting their Karpenter NodeClaims or Cluster API Machines.
     type: bool
     default: false
+  delete_node_without_owner:
+    description:
+      - With O(delete=true), delete the Node object of a node that no NodeClaim
+        or Machine owns. The instance behind it keeps running unless something
+        else (its node group, a controller of yours) removes it.
+    type: bool
+    default: false
+    version_added: 0.3.0
   timeout:
     description:
       - Seconds to wait, with O(delete=true), until Karpenter removed the Nodes of the deleted NodeClaims.
@@ -81,10 +97,10 @@ attributes:
     support: full
     description: Reports what would be recorded or deleted; changes nothing.
   diff_mode:
-    support: none
-    description: RV(nodes) says what changes on each node.
+    support: full
+    description: Each changed node's rotation id and phase before and after, and what was deleted to retire it.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""
@@ -94,7 +110,7 @@ EXAMPLES = r"""
     rotation_id: "{{ rotation_id }}"
     phase: drained
 
-- name: Retire them, letting Karpenter terminate the instances
+- name: Retire them, letting Karpenter or Cluster API terminate the instances
   kubeops.rotation.rotation_state:
     nodes: "{{ batch_nodes }}"
     rotation_id: "{{ rotation_id }}"
@@ -119,8 +135,10 @@ nodes:
       sample: true
     action:
       description: >-
-        V(recorded <phase>), V(unchanged) (already at the phase or further on), V(deleted) (the Node object),
-        V(deleted NodeClaim <name>) (and Karpenter removed the Node), or V(gone) (no such node).
+        V(recorded <phase>), V(unchanged) (already at the phase or further on), V(deleted NodeClaim <name>) or
+        V(deleted Machine <namespace/name>) (and its controller removed the Node), V(deleted) (the Node object,
+        with O(delete_node_without_owner=true)), V(left) (O(delete=true), but nothing owns the node; recorded as
+        V(drained)), or V(gone) (no such node).
       type: str
       sample: recorded drained
     node_claim:
@@ -129,6 +147,25 @@ nodes:
       returned: when the node had a NodeClaim
       sample: general-x7k2p
       version_added: 0.3.0
+    machine:
+      description: With O(delete=true), the Cluster API Machine (V(namespace/name)) deleted to retire the node.
+      type: str
+      returned: when a Machine owned the node
+      sample: capi-system/workers-7d9f-abcde
+      version_added: 0.3.0
+    retire:
+      description: With O(delete=true), how the node is (in check mode, would be) retired, in words.
+      type: str
+      returned: with O(delete=true)
+      sample: delete its NodeClaim general-x7k2p; Karpenter removes the instance and the Node
+      version_added: 0.3.0
+diff:
+  description: Each changed node's rotation id and phase before and after, and what was deleted.
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"node-1": {"rotation_id": "r1", "phase": "drained"}},
+           "after": {"node-1": {"rotation_id": "r1", "phase": "retired", "deleted": "NodeClaim general-x7k2p"}}}
+  version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
@@ -168,14 +205,18 @@ def main():
         rotation_id=dict(type="str", required=True),
         phase=dict(type="str", required=True, choices=list(PHASES)),
         delete=dict(type="bool", default=False),
+        delete_node_without_owner=dict(type="bool", default=False),
         timeout=dict(type="int", default=600),
     ))
     params = module.params
 
     def record(client, _settings):
-        results = record_phase(client, params["nodes"], params["rotation_id"], params["phase"], params["delete"],
-                               module.check_mode, params["timeout"])
-        return dict(changed=any(entry["changed"] for entry in results), nodes=results)
+        results, diff = record_phase(client, params["nodes"], params["rotation_id"], params["phase"],
+                                     params["delete"], module.check_mode, params["timeout"],
+                                     params["delete_node_without_owner"])
+        return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff,
+                    warnings=["%s: %s" % (entry["name"], entry["retire"]) for entry in results
+                              if entry["action"] == "left"])
 
     run_module(module, record, validated)
 

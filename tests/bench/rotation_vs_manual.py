@@ -236,6 +236,8 @@ class Scenario(RotationScenario):
             "rotate_nodes_node_selector": "%s=%s" % (POOL_LABEL, self.old_pool),
             "rotate_nodes_wanted_labels": {VERSION_LABEL: "v2"},
             "rotate_nodes_batch_size": str(batch_size),
+            # kwok nodes: no instance behind them, and no NodeClaim or Machine to delete.
+            "rotate_nodes_retire": "delete_node",
             "rotate_nodes_pool_node_selector": {POOL_LABEL: self.new_pool},
             "rotate_nodes_template_capacity": dict(self.capacity),
             "rotate_nodes_delete_emptydir_data": True,

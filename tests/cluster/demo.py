@@ -77,6 +77,8 @@ class Demo(RotationScenario):
             "rotate_nodes_node_selector": "kubeops.io/pool=" + self.old_pool,
             "rotate_nodes_wanted_labels": {"node-version": "v2"},
             "rotate_nodes_batch_size": "2",
+            # kwok nodes: no instance behind them, and no NodeClaim or Machine to delete.
+            "rotate_nodes_retire": "delete_node",
             "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
             "rotate_nodes_template_capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
         }

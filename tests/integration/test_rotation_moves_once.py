@@ -49,6 +49,8 @@ class Scenario:
             "rotate_nodes_id": test_id + "-rotation",
             "rotate_nodes_node_selector": "kubeops.io/pool=" + self.pool,
             "rotate_nodes_batch_size": batch_size,
+            # kwok nodes: no instance behind them, and no NodeClaim or Machine to delete.
+            "rotate_nodes_retire": "delete_node",
             "rotate_nodes_pool_node_selector": {"kubeops.io/pool": "warm"},
             "rotate_nodes_template_capacity": CAPACITY,
             "kubeops_kubeconfig": cluster.kubeconfig,

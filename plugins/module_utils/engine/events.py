@@ -23,6 +23,9 @@ class EvictionHooks:
     def pod_started(self, state):
         """The API server accepted the eviction (or deletion) of ``state.pod``."""
 
+    def pod_held(self, state):
+        """A PodDisruptionBudget refused ``state.pod`` (``state.held_by`` says which); it is retried."""
+
     def pod_finished(self, state):
         """``state.pod`` is gone."""
 
@@ -42,11 +45,20 @@ class EventRecorder(EvictionHooks):
             self.on_node(node, "Draining", "Evicting %d pod(s)" % pending)
 
     def pod_started(self, state):
-        metadata = state.pod["metadata"]
         reason = "Deleted" if state.verb == "deleted" else "Evicted"
-        self.record(metadata["namespace"], {"apiVersion": "v1", "kind": "Pod", "name": metadata["name"],
-                                            "namespace": metadata["namespace"], "uid": metadata["uid"]},
-                    reason, "%s by %s%s" % (state.verb.capitalize(), MANAGER, self.suffix))
+        self.record(state.namespace, self.involved(state.pod), reason,
+                    "%s by %s%s" % (state.verb.capitalize(), MANAGER, self.suffix))
+
+    @staticmethod
+    def involved(pod):
+        metadata = pod["metadata"]
+        return {"apiVersion": "v1", "kind": "Pod", "name": metadata["name"], "namespace": metadata["namespace"],
+                "uid": metadata["uid"]}
+
+    def pod_held(self, state):
+        self.record(state.namespace, self.involved(state.pod), "EvictionHeld",
+                    "Held by %s; %s evicts it when the budget allows%s" % (state.held_by, MANAGER, self.suffix),
+                    kind="Warning")
 
     def run_finished(self, nodes, removed):
         for node in nodes if removed else ():
@@ -56,11 +68,11 @@ class EventRecorder(EvictionHooks):
         self.record("default", {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
                     reason, "%s by %s%s" % (message, MANAGER, self.suffix))
 
-    def record(self, namespace, involved, reason, message):
+    def record(self, namespace, involved, reason, message, kind="Normal"):
         now = utc_now()
         body = {
             "metadata": {"generateName": "%s." % involved["name"], "namespace": namespace},
-            "involvedObject": involved, "reason": reason, "message": message, "type": "Normal",
+            "involvedObject": involved, "reason": reason, "message": message, "type": kind,
             "source": {"component": MANAGER}, "reportingComponent": MANAGER,
             "reportingInstance": socket.gethostname(), "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }

@@ -35,11 +35,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     evict_pod,
     read_workload,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import REPLICATED_KINDS, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import allowed_now, describe_pdb, pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text, selector_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import eviction_line, not_ready_text
 
 MAX_BACKOFF = 5.0
 # A pod its PDB refused is retried when the PDBs' watch allows it; this only bounds a watch that missed it.
@@ -80,6 +82,8 @@ class PodState:
     # The last request may have been applied: the API server's answer was lost.
     uncertain: bool = False
     refused_by_pdb: bool = False
+    # The PDB that holds it, as last read; told once through the hooks (an Event on the pod).
+    held_by: str = ""
 
     @property
     def pod(self):
@@ -165,6 +169,7 @@ class EvictionRun:
                     in_flight[state.pod["metadata"]["uid"]] = state
             if not queue and not (in_flight and self.settings.wait):
                 break
+            self._tell_progress(states, in_flight, queue)
             retry_at = min([state.next_try for state in queue if state.next_try > now] or [now + MAX_BACKOFF])
             wait = max(0.2, min(retry_at, deadline) - self.clock())
             resource_version = self._wait(in_flight, queue, resource_version, wait)
@@ -192,10 +197,12 @@ class EvictionRun:
         allowed = {pod["metadata"]["uid"] for pod in allowed_now([state.pod for state in evicting], pdbs)}
         now = self.clock()
         for state in evicting:
-            if state.pod["metadata"]["uid"] not in allowed and len(pdbs_for(state.pod, pdbs)) == 1:
+            selecting = pdbs_for(state.pod, pdbs)
+            if state.pod["metadata"]["uid"] not in allowed and len(selecting) == 1:
                 state.refused_by_pdb = True
                 state.next_try = now + PDB_RECHECK
                 state.detail = "waiting: its PDB allows no disruption now"
+                self._held(state, describe_pdb(selecting[0]))
 
     def _budget_spent(self):
         limit = self.settings.limits.max_evictions
@@ -252,6 +259,8 @@ class EvictionRun:
             message = api_message(exc)
             if exc.status == 429:
                 state.refused_by_pdb = is_pdb_refusal(exc)
+                if state.refused_by_pdb:
+                    self._held(state, "its PodDisruptionBudget (%s)" % message)
                 state.next_try = self.clock() + (PDB_RECHECK if state.refused_by_pdb
                                                  else backoff(state.attempts, self.rng))
                 state.detail = "retrying: %s" % message
@@ -363,6 +372,10 @@ class EvictionRun:
         deadline = self.clock() + timeout
         listed, resource_version = self.client.list_with_version(list_method, **kwargs)
         pdbs = {(pdb["metadata"]["namespace"], pdb["metadata"]["name"]): pdb for pdb in listed}
+        for state in refused:
+            selecting = pdbs_for(state.pod, pdbs.values())
+            if selecting:
+                state.held_by = "; ".join(describe_pdb(pdb) for pdb in selecting)
         while not self._release_allowed(refused, pdbs.values()):
             remaining = deadline - self.clock()
             if remaining <= 0:
@@ -389,6 +402,33 @@ class EvictionRun:
     def _pdbs_of(self, namespaces):
         list_method, kwargs = self._pdb_scope(namespaces)
         return self.client.list_all(list_method, **kwargs)
+
+    def _held(self, state, why):
+        """Tell the hooks, once per pod, that its PDB holds it (``why``)."""
+        first = not state.held_by
+        state.held_by = why
+        if first:
+            for hook in self.hooks:
+                hook.pod_held(state)
+
+    def _tell_progress(self, states, in_flight, queue):
+        removed = sum(1 for state in states if state.outcome in ("evicted", "deleted", "gone"))
+        if not self.settings.wait:
+            removed += len(in_flight)
+        now = self.clock()
+        waiting = []
+        for state in queue:
+            if state.refused_by_pdb:
+                waiting.append("held by %s" % (state.held_by or "its PodDisruptionBudget"))
+            elif state.detail.startswith("waiting: "):
+                waiting.append("for %s" % state.detail[len("waiting: "):])
+            elif state.next_try > now:
+                waiting.append("backing off after %s" % (state.detail or "a refusal"))
+            else:
+                waiting.append("for room within the eviction limits")
+        terminating = len(in_flight) if self.settings.wait else 0
+        tell_progress(eviction_line(removed, sum(1 for state in states if state.plan.removes), terminating,
+                                    waiting))
 
     def _release_allowed(self, refused, pdbs):
         """Make the refused pods the PDBs now allow due at once; whether there were any."""
@@ -440,6 +480,7 @@ class EvictionRun:
             remaining = deadline - self.clock()
             if ready >= desired or remaining <= 0:
                 return ready, desired
+            self._tell_replacements(workload, ready, desired, pods.values())
             try:
                 for event_type, pod in watch(self.client.core.list_namespaced_pod, resource_version,
                                              remaining, **scope):
@@ -448,10 +489,19 @@ class EvictionRun:
                         pods.pop(pod["metadata"]["uid"], None)
                     elif event_type in ("ADDED", "MODIFIED"):
                         pods[pod["metadata"]["uid"]] = pod
-                    if sum(1 for pod in pods.values() if is_ready(pod)) >= desired:
+                    ready = sum(1 for pod in pods.values() if is_ready(pod))
+                    if ready >= desired:
                         break
+                    self._tell_replacements(workload, ready, desired, pods.values())
             except WatchExpired:
                 resource_version = None
+
+    @staticmethod
+    def _tell_replacements(workload, ready, desired, pods):
+        not_ready = [pod for pod in pods if not is_ready(pod) and not pod["metadata"].get("deletionTimestamp")]
+        tell_progress("waiting for replacements: %s %s/%s has %d of %d Ready%s" % (
+            workload.kind, workload.namespace, workload.name, ready, desired,
+            "; %s" % not_ready_text(not_ready) if not_ready else ""))
 
     # -- owners -----------------------------------------------------------
 

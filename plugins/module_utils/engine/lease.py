@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import datetime
 import threading
+import time
 from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
@@ -22,6 +24,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     lease_decision,
     released_lease,
 )
+
+# A new progress line reaches the Lease at most this often (each is a write).
+PROGRESS_EVERY_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,11 @@ def _now():
 class LeaseKeeper:
     """The Lease of one run: ``take`` (or renew), ``release``, and ``kept()`` renewing in the background."""
 
-    def __init__(self, client, settings, now=_now):
+    def __init__(self, client, settings, now=_now, progress=PROGRESS):
         self.client = client
         self.settings = settings
         self.now = now
+        self.progress = progress
 
     def read(self):
         return self.client.read_or_none(self.client.coordination.read_namespaced_lease, self.settings.name,
@@ -66,7 +72,8 @@ class LeaseKeeper:
             if check_mode:
                 return {"action": action, "reason": why, "lease": self.describe(current)}
             body = held_lease(self.settings.name, self.settings.namespace, self.settings.run_id,
-                              self.settings.holder, self.now(), self.settings.duration, current)
+                              self.settings.holder, self.now(), self.settings.duration, current,
+                              self.progress.line)
             try:
                 if current is None:
                     written = self.client.call_json(self.client.coordination.create_namespaced_lease,
@@ -96,18 +103,33 @@ class LeaseKeeper:
         return True
 
     @contextlib.contextmanager
-    def kept(self):
+    def kept(self, clock=time.monotonic):
         """While the block runs, take the Lease just before its first write (a task that fails on a read,
-        or changes nothing, leaves the Lease alone) and renew it every third of its duration; stop
+        or changes nothing, leaves the Lease alone) and renew it every third of its duration, and when the
+        progress line changed, at most every PROGRESS_EVERY_SECONDS, so that the Lease shows it; stop
         renewing after (the Lease is kept: the run's last step releases it)."""
         stop = threading.Event()
+        changed = threading.Event()
+        every = max(1.0, self.settings.duration / 3.0)
 
         def renew():
-            while not stop.wait(max(1.0, self.settings.duration / 3.0)):
+            renewed = clock()
+            while True:
+                due = renewed + (min(every, PROGRESS_EVERY_SECONDS) if changed.is_set() else every)
+                if changed.is_set():
+                    stop.wait(max(0.0, due - clock()))
+                else:
+                    changed.wait(max(0.0, due - clock()))  # a new line may bring the write closer
+                if stop.is_set():
+                    return
+                if clock() < due:
+                    continue
+                changed.clear()
                 try:
                     self.take()
                 except (ApiException, KubeopsError):  # a missed renewal is tried again at the next tick
-                    continue
+                    pass
+                renewed = clock()
 
         renewer = threading.Thread(target=renew, daemon=True)
 
@@ -116,11 +138,14 @@ class LeaseKeeper:
             renewer.start()
 
         self.client.api_client.before_first_write = before_first_write
+        stop_listening = self.progress.listen(lambda _line: changed.set())
         try:
             yield
         finally:
+            stop_listening()
             self.client.api_client.before_first_write = None
             stop.set()
+            changed.set()
             if renewer.is_alive():
                 renewer.join(5)
 

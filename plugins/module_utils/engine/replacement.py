@@ -31,6 +31,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     surging_deployments,
     workload_informer,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import ProgressParts
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, InvalidInput, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
@@ -69,6 +70,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     surge_record,
     surge_step,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import not_ready_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import rollout_status
 
 # How often a wait for pods also reads the workload again, to see whether someone else set its replicas.
@@ -126,6 +128,8 @@ class Replacing:
         self.sleep = sleep
         self._pods = {}
         self._pdbs = {}
+        # What each workload replaced now waits for (namespaces run at once).
+        self.progress = ProgressParts("replacing first")
 
     def pods(self, namespace):
         if namespace not in self._pods:
@@ -228,6 +232,7 @@ class Replacing:
         RECHECK_SECONDS, and raises ReplicasTaken when its replicas are no longer ``replicas`` (so that no step
         is taken from a count someone else set), TimedOut at ``deadline``."""
         while True:
+            self.progress.tell(state.workload, "%s: %s" % (state.workload.label, state.describe(replicas)))
             found = state.informer.wait(lambda _objects: until(), min(deadline, self.clock() + RECHECK_SECONDS))
             current = read_workload(self.client, state.workload)
             if current is None:
@@ -367,10 +372,9 @@ class _Pods:
 
     def describe(self, replicas):
         mine = self.mine()
-        waiting = sorted(pod_key(pod) + (" (Pending)" if not node_of(pod) else " on %s, not Ready" % node_of(pod))
-                         for pod in mine if not is_ready(pod))
+        not_ready = [pod for pod in mine if not is_ready(pod) and not pod["metadata"].get("deletionTimestamp")]
         return "%d of %d pods Ready at %d replicas%s" % (
-            self.ready(), len(mine), replicas, "; waiting for %s" % ", ".join(waiting[:5]) if waiting else "")
+            self.ready(), len(mine), replicas, "; %s" % not_ready_text(not_ready) if not_ready else "")
 
 
 def _workloads_of(client, pods, asked):
@@ -479,6 +483,7 @@ def _run_by_namespace(replacing, progresses, max_concurrent, clock):
                 errors.append(exc)
             finally:
                 progress.seconds = round(clock() - started, 2)
+                replacing.progress.drop(progress.workload)
 
     with ThreadPoolExecutor(max_workers=max(1, max_concurrent)) as pool:
         list(pool.map(run, list(by_namespace.values())))

@@ -20,6 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     pdbs_in,
     read_workload,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import ProgressParts
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
@@ -71,6 +72,7 @@ class RolloutRestart:
         self.avoid_nodes = set(avoid_nodes or ())
         self.max_concurrent = max_concurrent
         self.clock = clock
+        self.progress = ProgressParts("restarting")
 
     def read(self, progress):
         workload = progress.workload
@@ -112,6 +114,7 @@ class RolloutRestart:
                 self.client.call_json(kind_api(self.client, workload.kind).patch, workload.name, workload.namespace,
                                       put_back)
         progress.seconds = round(self.clock() - started, 2)
+        self.progress.drop(workload)
 
     def patch(self, progress, paced=None):
         """Restart the workload (with ``paced``, its rolling update cut to what its PDBs allow, in the same patch);
@@ -141,6 +144,7 @@ class RolloutRestart:
         status = rollout_status(workload.kind, obj)
         resource_version = obj["metadata"]["resourceVersion"]
         while status.state == "progressing":
+            self.progress.tell(workload, "%s: %s" % (workload.label, status.message))
             remaining = deadline - self.clock()
             if remaining <= 0:
                 return Status("timeout", status.message + self.conditions(obj))
@@ -154,6 +158,7 @@ class RolloutRestart:
                         status = rollout_status(workload.kind, obj)
                         if status.state != "progressing":
                             break
+                        self.progress.tell(workload, "%s: %s" % (workload.label, status.message))
             except WatchExpired:
                 obj = self.read(progress)
                 status = rollout_status(workload.kind, obj)

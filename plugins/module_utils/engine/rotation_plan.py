@@ -13,9 +13,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
     rotation_snapshot,
     template_allocatable,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_pools
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import nodepool_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import machines
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node, nodepool_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import planned_retirement
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation
 
 
@@ -28,6 +32,8 @@ class RotationRequest:
     node_selector: str | None = None
     template_capacity: dict | None = None
     template_node: str | None = None
+    # How the drained nodes will be retired (plan.retirement.RETIRE_CHOICES): said per node in each batch.
+    retire: str = "delete"
 
 
 def plan_from_cluster(client, request, now=None):
@@ -53,6 +59,24 @@ def plan_from_cluster(client, request, now=None):
     settings = dataclasses.replace(settings, candidates=snapshot.candidates, named=frozenset(request.nodes),
                                    template_allocatable=template, pool_zones=pool_zones)
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    return plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
+    plan = plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
                          now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools,
                          snapshot.one_at_a_time, snapshot.autoscalers, snapshot.gitops)
+    _say_retirement(client, plan, snapshot, request.retire)
+    return plan
+
+
+def _say_retirement(client, plan, snapshot, mode):
+    """Each batch's ``retire``: {node: how it will be retired}, from its NodeClaim or Machine (read only when
+    the mode deletes)."""
+    batches = plan.get("batches") or []
+    if not batches:
+        return
+    deletes = mode in ("delete", "delete_node")
+    claims = claims_by_node(snapshot.node_claims or node_claims(client)) if deletes else {}
+    owned_by_machines = machines_by_node(machines(client)) if deletes else {}
+    by_name = {node_name(node): node for node in snapshot.nodes}
+    for batch in batches:
+        batch["retire"] = {name: planned_retirement(by_name.get(name) or {"metadata": {"name": name}}, mode, claims,
+                                                    owned_by_machines)
+                           for name in batch["nodes"]}

@@ -16,6 +16,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import 
     list_resource_version,
     watch,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     MANAGED_BY,
@@ -29,6 +30,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import not_ready_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
     DEFAULT_IMAGE,
     excluded_hostnames,
@@ -120,6 +122,7 @@ class WarmNodes:
             remaining = deadline - self.clock()
             if remaining <= 0:
                 raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
+            tell_progress(self.progress_line(counts, warm, zones, placeholders))
             try:
                 for _event_type, pod in watch(self.client.core.list_namespaced_pod, resource_version,
                                               min(remaining, 5), namespace=self.namespace,
@@ -132,6 +135,18 @@ class WarmNodes:
             # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
             warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
         return warm
+
+    @staticmethod
+    def progress_line(counts, warm, zones, placeholders):
+        missing = missing_warm(warm, zones, counts)
+        wanted = sum(counts.values())
+        line = "warming nodes: %d of %d ready" % (wanted - sum(missing.values()), wanted)
+        if list(counts) != [None]:
+            line += " (missing %s)" % ", ".join("%d in zone %s" % (count, zone) for zone, count in sorted(missing.items()))
+        not_ready = [pod for pod in placeholders if not is_ready(pod)]
+        if not_ready:
+            line += "; placeholders waiting for a node: %s" % not_ready_text(not_ready)
+        return line
 
     def check_autoscaler(self, placeholders, warm):
         """Fail, rather than at the timeout, when the autoscaler said it will not bring up a node for a placeholder

@@ -55,3 +55,5 @@ SURGE_ANNOTATION = "kubeops.io/surge"
 # On each pod that leaves: the run that chose it, and the ReplicaSet's scale-down picks it first.
 LEAVING_ANNOTATION = "kubeops.io/leaving"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+# On the Lease, while a run holds it: what the run is doing now (engine.progress), for kubectl to show.
+LEASE_PROGRESS = "kubeops.io/progress"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_RUN_ID, MANAGED_BY
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_PROGRESS, LEASE_RUN_ID, MANAGED_BY
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time, parse_time
 
 
@@ -56,13 +56,16 @@ def refusal(lease):
                 spec.get("acquireTime"), micro_time(expires_at(lease))))
 
 
-def held_lease(name, namespace, run_id, holder, now, duration, current=None):
+def held_lease(name, namespace, run_id, holder, now, duration, current=None, progress=""):
     """The Lease as ``run_id`` holds it from ``now`` for ``duration`` seconds; ``current`` is the Lease
-    read before (its resourceVersion guards the write; a renewal keeps its acquireTime)."""
+    read before (its resourceVersion guards the write; a renewal keeps its acquireTime); ``progress``, what
+    the run is doing now, when it says."""
     spec = (current or {}).get("spec") or {}
     ours = current is not None and spec.get("holderIdentity") and holder_run_id(current) == run_id
     metadata = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
                 "annotations": {LEASE_RUN_ID: run_id}}
+    if progress:
+        metadata["annotations"][LEASE_PROGRESS] = progress
     if current is not None:
         metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
     return {
