@@ -404,10 +404,9 @@ class EvictionRun:
         return self.client.list_all(list_method, **kwargs)
 
     def _held(self, state, why):
-        """Tell the hooks, once per pod, that its PDB holds it (``why``)."""
-        first = not state.held_by
-        state.held_by = why
-        if first:
+        """Tell the hooks, once per pod, that its PDB holds it (``why``); the PDBs' watch says it better later."""
+        if not state.held_by:
+            state.held_by = why
             for hook in self.hooks:
                 hook.pod_held(state)
 
