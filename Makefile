@@ -13,7 +13,7 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo demo-node-group down clean
+.PHONY: test venv cluster-bin collection checkout-link kubernetes-core unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo demo-node-group down clean
 
 # The version matrix, as ansible-core,Python,kubernetes: the oldest ansible-core that meta/runtime.yml allows on a
 # controller Python it supports, with the oldest kubernetes client that requirements.txt allows; the newest of each.
@@ -66,7 +66,21 @@ $(RULEBOOK_VENV)/.installed: tests/requirements.txt
 	  $$(grep -E '^(ansible-core|ansible-runner|kubernetes)==' tests/requirements.txt)
 	touch $@
 
-integration: venv cluster-bin collection checkout-link rulebook-venv
+# kubernetes.core, as the ansible package ships it: the tests run playbooks written for its conventions against the
+# collection (its module_defaults group resolves only where it is installed). Only that collection is unpacked.
+ANSIBLE_PACKAGE_VERSION := 14.5.0
+KUBERNETES_CORE := $(CACHE)/kubernetes-core
+kubernetes-core: $(KUBERNETES_CORE)/.installed
+$(KUBERNETES_CORE)/.installed: venv
+	rm -rf $(KUBERNETES_CORE) && mkdir -p $(KUBERNETES_CORE)
+	$(BIN)/pip download --quiet --no-deps --dest $(KUBERNETES_CORE)/wheel ansible==$(ANSIBLE_PACKAGE_VERSION)
+	$(BIN)/python -c 'import sys, zipfile; wheel = zipfile.ZipFile(sys.argv[1]); \
+	  wheel.extractall(sys.argv[2], [n for n in wheel.namelist() if n.startswith("ansible_collections/kubernetes/core/")])' \
+	  $(KUBERNETES_CORE)/wheel/ansible-$(ANSIBLE_PACKAGE_VERSION)-py3-none-any.whl $(KUBERNETES_CORE)
+	rm -rf $(KUBERNETES_CORE)/wheel
+	touch $@
+
+integration: venv cluster-bin collection checkout-link rulebook-venv kubernetes-core
 	$(BIN)/python -m pytest tests/integration
 
 sanity: venv

@@ -82,7 +82,8 @@ class ProgressShown:
 
     def __exit__(self, *_exc):
         self._stop.set()
-        self._thread.join(5)
+        if self._thread.is_alive():
+            self._thread.join(5)
         for path in (self.path, "%s.partial" % self.path):
             try:
                 os.remove(path)

@@ -13,6 +13,8 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTALLED_COLLECTIONS = os.path.join(REPO, ".cache", "collections")
 CHECKOUT_COLLECTIONS = os.path.join(REPO, ".cache", "checkout")
+# kubernetes.core from the ansible package (make kubernetes-core), beside the installed collection.
+WITH_KUBERNETES_CORE = INSTALLED_COLLECTIONS + os.pathsep + os.path.join(REPO, ".cache", "kubernetes-core")
 
 
 class PlayResult:

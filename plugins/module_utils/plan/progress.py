@@ -34,8 +34,8 @@ def why_not_ready(pod):
                           if condition.get("type") == "PodScheduled"), {})
         return "%s Pending: %s" % (pod_key(pod), scheduled.get("message") or scheduled.get("reason")
                                    or "not scheduled yet")
-    waiting = [state["waiting"].get("reason") for state in status.get("containerStatuses") or ()
-               if (state.get("state") or {}).get("waiting")]
+    waiting = [((container.get("state") or {}).get("waiting") or {}).get("reason")
+               for container in status.get("containerStatuses") or ()]
     waiting = [reason for reason in waiting if reason]
     return "%s on %s not Ready%s" % (pod_key(pod), node, " (%s)" % ", ".join(sorted(set(waiting))) if waiting else "")
 
