@@ -93,11 +93,14 @@ lint: venv collection
 # The execution environment's build context (execution-environment.yml), written and checked; no image is
 # built (that needs a container engine): `podman build -t <tag> .cache/ee-context` builds it from there.
 ee-context: venv collection
-	rm -rf $(CACHE)/ee $(CACHE)/ee-context
+	rm -rf $(CACHE)/ee $(CACHE)/ee-context $(CACHE)/de-context
 	mkdir -p $(CACHE)/ee
 	cp $(CACHE)/dist/kubeops-rotation-*.tar.gz $(CACHE)/ee/kubeops-rotation.tar.gz
 	$(BIN)/ansible-builder create --file execution-environment.yml --context $(CACHE)/ee-context --output-filename Containerfile
 	$(BIN)/python tests/ee/check_context.py --context $(CACHE)/ee-context
+	@# The decision environment of EDA controller, from the same tarball: its context must build.
+	$(BIN)/ansible-builder create --file extensions/eda/decision-environment.yml --context $(CACHE)/de-context \
+	  --output-filename Containerfile
 
 # The release as it ships: the changelog fragments and changelog.yaml, and a fresh build of the working tree into a temporary folder
 # (tests/release/test_build.py: no cache, venv, build folder, archive or binary inside, MANIFEST.json's version
@@ -145,4 +148,4 @@ down:
 
 clean: down
 	rm -rf $(VENV) $(CACHE)/matrix $(CACHE)/venv-rulebook $(CACHE)/dist $(CACHE)/collections $(CACHE)/checkout $(CACHE)/sanity \
-	  $(CACHE)/ee $(CACHE)/ee-context
+	  $(CACHE)/ee $(CACHE)/ee-context $(CACHE)/de-context $(CACHE)/kubernetes-core

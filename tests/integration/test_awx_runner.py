@@ -3,7 +3,7 @@
 AWX hands ansible-runner a private data directory: env/extravars (the job
 template's variables, the survey's answers and AWX's own awx_* variables),
 env/envvars (what the job's credentials inject: here the K8S_AUTH_* variables
-of the custom credential types of docs/awx.md), inventory/hosts (localhost) and
+of AWX's built-in Kubernetes bearer token credential and of the kubeconfig credential type of docs/awx.md), inventory/hosts (localhost) and
 project/ (the project's playbook: docs/awx/rotate_nodes.yml and
 docs/awx/rebalance.yml, which run the collection's roles). The collection comes
 from ANSIBLE_COLLECTIONS_PATH, the installed tarball, as it comes from the
@@ -164,7 +164,7 @@ def test_a_rebalance_run_as_an_awx_job_with_a_token_credential_evens_out_pods(
     base = private_data_dir(str(tmp_path / "job"), "rebalance.yml", {
         "rebalance_namespaces": [namespace], "rebalance_node_selector": "%s=%s" % (TEST_LABEL, test_id),
         "rebalance_max_unavailable_per_owner": "100%", "rebalance_timeout": 180, "rebalance_fail_above_skew": 1,
-    }, {"K8S_AUTH_HOST": entry["server"], "K8S_AUTH_API_KEY": cluster_admin_token,
+    }, {"K8S_AUTH_HOST": entry["server"], "K8S_AUTH_API_KEY": cluster_admin_token, "K8S_AUTH_VERIFY_SSL": "True",
         "K8S_AUTH_SSL_CA_CERT": str(ca_file)})
     runner = run_job(base, "rebalance.yml")
     assert (runner.status, runner.rc) == ("successful", 0), describe(runner)
