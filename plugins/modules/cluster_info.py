@@ -39,7 +39,7 @@ attributes:
     support: none
     description: Nothing changes, so there is nothing to show.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

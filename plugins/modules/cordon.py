@@ -93,7 +93,7 @@ attributes:
     support: full
     description: Per node, the cordon fields before and after (C(unschedulable), the C(kubeops.io/) annotations, the taint).
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

@@ -209,7 +209,7 @@ attributes:
     support: none
     description: The per-pod plan in RV(pods) is the preview.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

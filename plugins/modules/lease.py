@@ -67,7 +67,7 @@ attributes:
     support: none
     description: RV(lease) shows the Lease.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

@@ -160,7 +160,7 @@ attributes:
     support: none
     description: RV(skew_before) and RV(skew_predicted) are the preview.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

@@ -90,7 +90,7 @@ attributes:
     support: none
     description: The changes are temporary; RV(workloads) lists each step.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

@@ -150,7 +150,7 @@ attributes:
     support: none
     description: The only change is the C(restartedAt) annotation; RV(workloads) lists where it would be set.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

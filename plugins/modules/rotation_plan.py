@@ -199,7 +199,7 @@ attributes:
     support: none
     description: The module never changes anything.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""

@@ -177,7 +177,7 @@ attributes:
     support: full
     description: The number of placeholders before and after.
 author:
-  - kubeops.rotation developers (!UNKNOWN)
+  - kubeops.rotation developers (@kubeops)
 """
 
 EXAMPLES = r"""
