@@ -64,8 +64,8 @@ attributes:
     support: full
     description: Says what would happen; writes nothing.
   diff_mode:
-    support: none
-    description: RV(lease) shows the Lease.
+    support: full
+    description: The Lease's holder and run id before and after.
 author:
   - kubeops.rotation developers (@kubeops)
 """
@@ -134,6 +134,13 @@ lease:
       description: Its C(leaseDurationSeconds).
       type: int
       sample: 300
+diff:
+  description: The Lease's holder and run id before and after.
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"holder": null, "run_id": null},
+           "after": {"holder": "ami-2026-12 (host runner-1, pid 4711)", "run_id": "ami-2026-12"}}
+  version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
@@ -151,24 +158,32 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked
 
 
+def holder_of(described):
+    return {"holder": described.get("holder"), "run_id": described.get("run_id")}
+
+
 def main():
     module = kubernetes_module(dict(LEASE_OPTIONS,
                                     state=dict(type="str", choices=["held", "released"], default="held")))
 
     def hold(client, settings):
         keeper = LeaseKeeper(client, settings)
+        before = holder_of(keeper.describe(keeper.read())) if module._diff else None
         if module.params["state"] == "released":
             released = keeper.release(module.check_mode)
+            after = {"holder": None, "run_id": before and before["run_id"]} if released else before
             return dict(changed=released, action="released" if released else "not held",
                         reason="this run held it" if released else "this run does not hold it",
-                        lease=keeper.describe(keeper.read()))
+                        lease=keeper.describe(keeper.read()), diff={"before": before, "after": after})
         try:
             taken = keeper.take(module.check_mode)
         except Blocked as exc:
             if not module.check_mode:
                 raise
-            return dict(changed=False, action="refuse", reason=str(exc), lease=exc.result["lease"], warnings=[str(exc)])
-        return dict(taken, changed=True)
+            return dict(changed=False, action="refuse", reason=str(exc), lease=exc.result["lease"], warnings=[str(exc)],
+                        diff={"before": before, "after": before})
+        return dict(taken, changed=True, diff={"before": before,
+                                               "after": {"holder": settings.holder, "run_id": settings.run_id}})
 
     run_module(module, hold, lease_settings)
 

@@ -87,8 +87,10 @@ attributes:
     support: full
     description: Lists the workloads whose pods would be replaced and how; changes nothing.
   diff_mode:
-    support: none
-    description: The changes are temporary; RV(workloads) lists each step.
+    support: full
+    description: >-
+      Each pod that leaves (would leave) its node, before and after; the replicas and marks the surge changes are
+      put back, and RV(workloads) lists each step.
 author:
   - kubeops.rotation developers (@kubeops)
 """
@@ -171,8 +173,16 @@ workloads:
       description: Time spent on this workload.
       type: float
       sample: 14.2
+diff:
+  description: Each replaced pod's node before, and null after (its replacement is RV(workloads[].replacements)).
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"shop/db-1": "old-2"}, "after": {"shop/db-1": null}}
+  version_added: 0.3.0
 gone:
-  description: Pods asked for that were gone already.
+  description: >-
+    Pods asked for that were gone already; with O(avoid_nodes), also those whose name is now a pod that runs
+    elsewhere (a StatefulSet's replacement keeps the name), which is not moved again.
   returned: always
   type: list
   elements: str

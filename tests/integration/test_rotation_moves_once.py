@@ -192,6 +192,13 @@ def protected(cluster, test_id):
     scenario.cleanup()
 
 
+def events_about(cluster, namespace, names):
+    """Who said what about these pods (the controller that deleted one names itself in its Event)."""
+    return [(event.involved_object.name, event.source.component, event.reason, event.message)
+            for event in cluster.core.list_namespaced_event(namespace).items
+            if event.involved_object.name in names or any(name in (event.message or "") for name in names)]
+
+
 def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zones_before):
     """What the issue promises, read from the cluster."""
     replaced = {"%(kind)s/%(name)s" % entry: entry["method"] for batch in report["planned_batches"]
@@ -206,7 +213,8 @@ def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zon
     assert [uid for uid, (_app, node) in watcher.first.items() if node not in rotated and uid not in now] == []
     assert {app: count for app, count in watcher.churned.items() if app} == {}, (
         watcher.churned_pods, sorted(scenario.old_nodes), report.get("planned_batches") and [
-            (batch["nodes"], batch["replace"]) for batch in report["planned_batches"]])
+            (batch["nodes"], batch["replace"]) for batch in report["planned_batches"]], events_about(
+                cluster, scenario.namespace, {entry.split(" on ")[0] for entry in watcher.churned_pods}))
     planned_evictions = sum(len(batch["evict"]) for batch in report["planned_batches"])
     one_at_a_time = sum(len(entry["pods"]) for batch in report["planned_batches"] for entry in batch["replace"]
                         if entry["method"] == "one_at_a_time")

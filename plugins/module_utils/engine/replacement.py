@@ -308,10 +308,13 @@ class Replacing:
         spec = obj.get("spec") or {}
         state = _Pods(self, workload, spec)
         replicas = spec.get("replicas", 1)
-        for key in sorted(state.leaving_now(progress.leaving, self.run_id), reverse=True):
-            while state.pod(key) is not None:
+        leaving = set(state.leaving_now(progress.leaving, self.run_id))
+        # Each pod by its uid, as it is now: once it is gone, a new pod takes its name.
+        uids = {pod_key(pod): pod["metadata"]["uid"] for pod in state.mine() if pod_key(pod) in leaving}
+        for key, uid in sorted(uids.items(), reverse=True):
+            while state.by_uid(uid) is not None:
                 self.wait(state, replicas, self.deadline, lambda: one_may_go(replicas, state.ready(), state.budgets()))
-                pod = state.pod(key)
+                pod = state.by_uid(uid)
                 if pod is None:
                     break
                 try:
@@ -322,7 +325,6 @@ class Replacing:
                         continue
                     if exc.status not in (404, 409):
                         raise Blocked("%s: evicting %s failed: %s" % (workload.label, key, api_message(exc)))
-                uid = pod["metadata"]["uid"]
                 self.wait(state, replicas, self.deadline, lambda: uid not in state.informer.objects
                           and state.ready() >= replicas)
                 progress.replaced.append(key)
@@ -349,6 +351,9 @@ class _Pods:
 
     def pod(self, key):
         return next((pod for pod in self.mine() if pod_key(pod) == key), None)
+
+    def by_uid(self, uid):
+        return next((pod for pod in self.mine() if pod["metadata"]["uid"] == uid), None)
 
     def leaving_now(self, asked, run_id):
         """The asked pods still here, and those a killed run of ``run_id`` marked that still are."""
@@ -408,7 +413,13 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
     pods = []
     for namespace in sorted({key.split("/", 1)[0] for key in asked}):
         pods.extend(replacing.pods(namespace).objects.values())
-    groups, gone = _workloads_of(client, [pod for pod in pods if not is_terminating(pod)], asked)
+    present = [pod for pod in pods if not is_terminating(pod)]
+    if settings.avoid_nodes:
+        # A StatefulSet's pod keeps its name when it is replaced: an asked name whose pod no longer runs on the nodes
+        # being left is a replacement already (a killed run's, say), not a pod to move again.
+        avoid = set(settings.avoid_nodes)
+        present = [pod for pod in present if pod_key(pod) not in asked or node_of(pod) in avoid]
+    groups, gone = _workloads_of(client, present, asked)
     progresses = []
     for workload, keys in sorted(groups.items()):
         obj = read_workload(client, workload)
@@ -436,7 +447,11 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
                                         action="planned", detail="a surge a killed run left; it would be finished")
                     for obj in left_over]
     entries = [progress.result() for progress, _obj in progresses]
+    nodes_of = {pod_key(pod): node_of(pod) for pod in present}
+    leaving = [key for entry in entries for key in (entry["leaving"] if check_mode else entry["replaced"])]
     result = {
+        # Each pod that leaves (in check mode, would leave) its node; its replacement is a new pod elsewhere.
+        "diff": {"before": {key: nodes_of.get(key) for key in leaving}, "after": {key: None for key in leaving}},
         "changed": bool(finished and not check_mode) or any(entry["replaced"] or entry["replicas_steps"]
                                                             for entry in entries),
         "workloads": entries,
