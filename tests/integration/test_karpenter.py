@@ -194,9 +194,9 @@ def test_retiring_a_karpenter_node_deletes_its_nodeclaim_and_waits_for_the_node_
 
     result = play(karpenter_cluster, tmp_path, [{"kubeops.rotation.rotation_state": retire}])
     assert result.rc == 0, result
+    retired = "delete its NodeClaim %s; Karpenter removes the instance and the Node" % claim
     assert result.steps[0]["nodes"] == [{"name": node, "changed": True, "action": "deleted NodeClaim %s" % claim,
-                                         "node_claim": claim, "retire": "delete its NodeClaim %s; Karpenter removes "
-                                                                       "the instance and the Node" % claim}]
+                                         "node_claim": claim, "retire": retired}]
     assert node not in {n.metadata.name for n in karpenter_cluster.core.list_node().items}, \
         "the module returns once Karpenter removed the node"
     assert claim not in [c["metadata"]["name"] for c in karpenter_kit.claims(pool)]
