@@ -147,6 +147,17 @@ options:
     type: list
     elements: str
     version_added: 0.2.0
+  retire:
+    description:
+      - How the rotation will retire the drained nodes, as the rotate_nodes role's C(rotate_nodes_retire) says; the
+        plan then says for each node what that means (RV(batches[].retire)). It changes nothing here.
+      - V(delete) deletes a node's Karpenter NodeClaim or Cluster API Machine and leaves a node with neither
+        cordoned; V(delete_node) also deletes the Node object of a node with neither; V(leave) leaves every node
+        cordoned; V(tasks) runs your own tasks for each.
+    type: str
+    choices: [delete, delete_node, leave, tasks]
+    default: delete
+    version_added: 0.3.0
   template_capacity:
     description:
       - Allocatable of one node of the new pool (cpu, memory, pods).
@@ -313,6 +324,11 @@ batches:
       elements: dict
       sample: [{zone: zone-a, count: 2}]
       version_added: 0.2.0
+    retire:
+      description: For each node of the batch, how it will be retired after O(retire), in words.
+      type: dict
+      sample: {node-1: "delete its NodeClaim general-x7k2p; Karpenter removes the instance and the Node"}
+      version_added: 0.3.0
     warm_computed:
       description: How the warm node count was computed, when a pool node size was known.
       type: str
@@ -416,6 +432,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import RETIRE_CHOICES
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
     AbortIf,
     DriftRules,
@@ -479,7 +496,8 @@ def validated(params):
         zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]),
         karpenter_budgets=params["karpenter_budgets"])
     return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
-                           template_capacity=params["template_capacity"], template_node=params["template_node"])
+                           template_capacity=params["template_capacity"], template_node=params["template_node"],
+                           retire=params["retire"])
 
 
 def main():
@@ -500,6 +518,7 @@ def main():
             most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
             pool_node_selector=dict(type="dict", default={}),
             pool_zones=dict(type="list", elements="str"),
+            retire=dict(type="str", choices=list(RETIRE_CHOICES), default="delete"),
             template_capacity=dict(type="dict"),
             template_node=dict(type="str"),
             force=dict(type="bool", default=False),
