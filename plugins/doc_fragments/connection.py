@@ -9,7 +9,8 @@ class ModuleDocFragment:
     # The connection options that every module of the collection shares; the
     # argument spec they document is CONNECTION_ARGUMENT_SPEC in
     # module_utils/ansible_module.py. module_defaults can set them for all modules at
-    # once through the action group group/kubeops.rotation.k8s.
+    # once through the action group group/kubeops.rotation.k8s (meta/runtime.yml),
+    # which also covers kubernetes.core's group k8s when that collection is installed.
     DOCUMENTATION = r"""
 options:
   kubeconfig:
@@ -40,19 +41,22 @@ options:
   ca_cert:
     description:
       - Path to the CA bundle that signed the API server's certificate.
-      - Falls back to the E(K8S_AUTH_SSL_CA_CERT) environment variable.
+      - Falls back to the E(K8S_AUTH_CA_CERT) environment variable, then to
+        E(K8S_AUTH_SSL_CA_CERT).
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
     description:
       - Path to a client certificate to authenticate with.
-      - Falls back to the E(K8S_AUTH_CERT_FILE) environment variable.
+      - Falls back to the E(K8S_AUTH_CLIENT_CERT) environment variable, then to
+        E(K8S_AUTH_CERT_FILE).
     type: path
     aliases: [cert_file]
   client_key:
     description:
       - Path to the key of O(client_cert).
-      - Falls back to the E(K8S_AUTH_KEY_FILE) environment variable.
+      - Falls back to the E(K8S_AUTH_CLIENT_KEY) environment variable, then to
+        E(K8S_AUTH_KEY_FILE).
     type: path
     aliases: [key_file]
   validate_certs:
@@ -60,7 +64,9 @@ options:
       - Whether to verify the API server's certificate. When unset, the
         kubeconfig decides (it verifies unless it says
         C(insecure-skip-tls-verify)).
-      - Falls back to the E(K8S_AUTH_VERIFY_SSL) environment variable.
+      - Falls back to the E(K8S_AUTH_VALIDATE_CERTS) environment variable, then
+        to E(K8S_AUTH_VERIFY_SSL), read as a boolean (V(true) or V(false),
+        V(yes) or V(no), V(1) or V(0)).
     type: bool
     aliases: [verify_ssl]
   proxy:
@@ -68,6 +74,15 @@ options:
       - URL of an HTTP proxy to reach the API server through.
       - Falls back to the E(K8S_AUTH_PROXY) environment variable.
     type: str
+  no_proxy:
+    description:
+      - Comma-separated host names, domain suffixes, IP addresses and CIDR
+        ranges, for example V(localhost,.internal.example.com,10.0.0.0/8).
+        When the API server's host matches one of them, it is reached
+        directly, without O(proxy).
+      - Falls back to the E(K8S_AUTH_NO_PROXY) environment variable.
+    type: str
+    version_added: 0.3.0
   impersonate_user:
     description:
       - User name to act as (the C(Impersonate-User) header), as
@@ -79,14 +94,19 @@ options:
     description:
       - Groups to act as (one C(Impersonate-Group) header each), as
         C(kubectl --as-group) does. Requires O(impersonate_user).
+      - Falls back to the E(K8S_AUTH_IMPERSONATE_GROUPS) environment variable,
+        a comma-separated list such as V(system:authenticated,ops).
     type: list
     elements: str
 requirements:
   - python >= 3.9
   - kubernetes >= 29.0.0
 notes:
+  - The environment variables are those kubernetes.core reads, under the
+    same names; one that is empty counts as unset. An option given in the
+    task, or by C(module_defaults), wins over them.
   - Every request the module makes goes through one client, which retries
-    reads that fail with a connection error or with HTTP 429, 502, 503 or 504
+    reads that fail with a connection error or with HTTP 429, 500, 502, 503 or 504
     a few times with backoff. Writes are not retried there; the modules
     decide what a failed write means.
   - Tokens from kubeconfig C(exec) plugins (for example C(aws eks get-token))

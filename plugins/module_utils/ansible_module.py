@@ -10,25 +10,45 @@ from __future__ import annotations
 import os
 import socket
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleFallbackNotFound, AnsibleModule, missing_required_lib
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import KUBERNETES_IMPORT_ERROR, new_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, LeaseSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, KubeopsError
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 
+
+def k8s_auth_env(*names):
+    """The value of the first of the environment variables ``names`` that is set and not empty, as kubernetes.core
+    reads its K8S_AUTH_ variables (an argument spec ``fallback``)."""
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    raise AnsibleFallbackNotFound
+
+
+# The options, aliases and environment variables of kubernetes.core's connection options (its k8s_auth_options doc
+# fragment and module_utils/k8s/client.py), for the options the collection has: kubernetes.core reads
+# K8S_AUTH_<option> and then K8S_AUTH_<alias>, so both names are read here, in that order. username, password,
+# proxy_headers and persist_config are not among them.
 CONNECTION_ARGUMENT_SPEC = dict(
-    kubeconfig=dict(type="raw", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
-    context=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
-    host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
-    api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
-    ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
-    client_cert=dict(type="path", aliases=["cert_file"], fallback=(env_fallback, ["K8S_AUTH_CERT_FILE"])),
-    client_key=dict(type="path", aliases=["key_file"], no_log=False, fallback=(env_fallback, ["K8S_AUTH_KEY_FILE"])),
-    validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
-    proxy=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_PROXY"])),
-    impersonate_user=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_USER"])),
-    impersonate_groups=dict(type="list", elements="str"),
+    kubeconfig=dict(type="raw", fallback=(k8s_auth_env, ["K8S_AUTH_KUBECONFIG"])),
+    context=dict(type="str", fallback=(k8s_auth_env, ["K8S_AUTH_CONTEXT"])),
+    host=dict(type="str", fallback=(k8s_auth_env, ["K8S_AUTH_HOST"])),
+    api_key=dict(type="str", no_log=True, fallback=(k8s_auth_env, ["K8S_AUTH_API_KEY"])),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"],
+                 fallback=(k8s_auth_env, ["K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"])),
+    client_cert=dict(type="path", aliases=["cert_file"],
+                     fallback=(k8s_auth_env, ["K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"])),
+    client_key=dict(type="path", aliases=["key_file"], no_log=False,
+                    fallback=(k8s_auth_env, ["K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"])),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"],
+                        fallback=(k8s_auth_env, ["K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"])),
+    proxy=dict(type="str", fallback=(k8s_auth_env, ["K8S_AUTH_PROXY"])),
+    no_proxy=dict(type="str", fallback=(k8s_auth_env, ["K8S_AUTH_NO_PROXY"])),
+    impersonate_user=dict(type="str", fallback=(k8s_auth_env, ["K8S_AUTH_IMPERSONATE_USER"])),
+    # The list type splits a string at its commas: K8S_AUTH_IMPERSONATE_GROUPS=a,b is the groups a and b.
+    impersonate_groups=dict(type="list", elements="str", fallback=(k8s_auth_env, ["K8S_AUTH_IMPERSONATE_GROUPS"])),
 )
 
 LEASE_OPTIONS = dict(

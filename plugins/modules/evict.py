@@ -48,6 +48,9 @@ seealso:
   - name: kubeops.rotation.drain_node role
     description: Cordon, guarded eviction and a check of what is left, in one role (C(ansible-doc -t role kubeops.rotation.drain_node)).
     link: roles/drain_node/meta/argument_specs.yml
+  - name: Coming from kubernetes.core's k8s_drain or kubectl drain
+    description: Each of their flags and options, and what stands for it in this collection.
+    link: docs/coming-from-kubernetes-core.md
 options:
   nodes:
     description:
@@ -92,8 +95,12 @@ options:
     description:
       - Seconds the whole call may take, waiting included. At the deadline it
         fails with what is left and why. At least 1.
+      - O(wait_timeout) is its name in kubernetes.core (C(delete_options.wait_timeout)
+        of C(kubernetes.core.k8s_drain)); unlike there, V(0) does not mean
+        forever and is refused.
     type: int
     default: 300
+    aliases: [wait_timeout]
   wait:
     description:
       - Wait until every evicted pod is gone.
@@ -110,7 +117,10 @@ options:
     description:
       - Termination grace period in seconds for the evicted pods, instead of
         their own C(terminationGracePeriodSeconds). 0 or more.
+      - O(terminate_grace_period) is its name in kubernetes.core
+        (C(delete_options.terminate_grace_period) of C(kubernetes.core.k8s_drain)).
     type: int
+    aliases: [terminate_grace_period]
   disable_eviction:
     description:
       - Delete pods instead of evicting them. This B(bypasses PodDisruptionBudgets);
@@ -361,10 +371,10 @@ EVICT_ARGUMENT_SPEC = dict(
     exclude_namespaces=dict(type="list", elements="str", default=[]),
     pod_selector=dict(type="str"),
     field_selector=dict(type="str"),
-    timeout=dict(type="int", default=300),
+    timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
     wait=dict(type="bool", default=True),
     wait_for_replacements=dict(type="bool", default=False),
-    grace_period=dict(type="int"),
+    grace_period=dict(type="int", aliases=["terminate_grace_period"]),
     disable_eviction=dict(type="bool", default=False),
     force=dict(type="bool", default=False),
     delete_emptydir_data=dict(type="bool", default=False),

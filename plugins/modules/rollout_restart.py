@@ -15,8 +15,9 @@ description:
     nothing else about them changes and their controllers surge replacements
     before old pods go. This is how pods that must not be evicted
     (C(karpenter.sh/do-not-disrupt), single replicas) move off nodes.
-  - Targets are explicit workloads, a label selector, or O(on_nodes), every
-    workload that owns a pod on those nodes, resolved through ReplicaSets.
+  - Targets are explicit workloads, the workloads whose own labels match
+    O(workload_selector), or O(on_nodes), every workload that owns a pod on
+    those nodes, resolved through ReplicaSets.
   - With O(restart_id), a workload already restarted under that id is not
     restarted again, so a rerun of a rotation never restarts a workload twice.
   - A rollout paces itself by its strategy's maxUnavailable, not by PodDisruptionBudgets. For a Deployment whose
@@ -65,16 +66,22 @@ options:
         description: Namespace of the workload.
         type: str
         required: true
-  label_selector:
+  workload_selector:
     description:
       - Restart the Deployments and StatefulSets (and DaemonSets with
-        O(include_daemonsets)) matching this label selector.
+        O(include_daemonsets)) whose own labels (C(metadata.labels), not their
+        pods' labels) match this label selector, as C(kubectl rollout restart -l) does.
       - An empty or blank selector, or one that the API server would not
         parse, is refused before any request.
+      - Called O(label_selector) up to 0.2.0; that name stays an alias. Every
+        label selector option of the collection is named after what it selects
+        (O(workload_selector) here, C(pod_selector) and C(node_selector) in
+        other modules).
     type: str
+    aliases: [label_selector]
   namespaces:
     description:
-      - Limit O(label_selector) and O(on_nodes) to these namespaces.
+      - Limit O(workload_selector) and O(on_nodes) to these namespaces.
       - An empty list, or an empty name in it, is refused before any request.
     type: list
     elements: str
@@ -110,8 +117,10 @@ options:
     description:
       - Seconds for the whole call. Rollouts not complete by then make it
         fail with their status and conditions. At least 1.
+      - O(wait_timeout) is its name in kubernetes.core (for example in C(kubernetes.core.k8s)).
     type: int
     default: 600
+    aliases: [wait_timeout]
   max_concurrent:
     description:
       - Workloads restarting at the same time, at most. At least 1.
@@ -282,7 +291,9 @@ def validated(params):
         names_error("targets", params["targets"], "workload"),
         *(text_error("targets[%d].%s" % (index, field), target[field], optional=False)
           for index, target in enumerate(params["targets"] or (), 1) for field in ("name", "namespace")),
-        selector_error("label_selector", params["label_selector"]),
+        # Named as the task names it, by the option or its old name.
+        selector_error("label_selector" if params.get("label_selector") is not None else "workload_selector",
+                       params["workload_selector"]),
         names_error("namespaces", params["namespaces"], "namespace"),
         names_error("on_nodes", params["on_nodes"], "node"),
         names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
@@ -295,7 +306,7 @@ def validated(params):
     return RestartSettings(
         targets=tuple(Workload(target["kind"], target["namespace"], target["name"])
                       for target in params["targets"] or ()),
-        label_selector=params["label_selector"], namespaces=tuple(params["namespaces"] or ()),
+        label_selector=params["workload_selector"], namespaces=tuple(params["namespaces"] or ()),
         on_nodes=tuple(params["on_nodes"] or ()), include_daemonsets=params["include_daemonsets"],
         restart_id=params["restart_id"], restarted_after=params["restarted_after"], wait=params["wait"],
         timeout=params["timeout"], max_concurrent=params["max_concurrent"], avoid_nodes=tuple(params["avoid_nodes"]),
@@ -311,19 +322,19 @@ def main():
                 name=dict(type="str", required=True),
                 namespace=dict(type="str", required=True),
             )),
-            label_selector=dict(type="str"),
+            workload_selector=dict(type="str", aliases=["label_selector"]),
             namespaces=dict(type="list", elements="str"),
             on_nodes=dict(type="list", elements="str"),
             include_daemonsets=dict(type="bool", default=False),
             restart_id=dict(type="str"),
             restarted_after=dict(type="str"),
             wait=dict(type="bool", default=True),
-            timeout=dict(type="int", default=600),
+            timeout=dict(type="int", default=600, aliases=["wait_timeout"]),
             max_concurrent=dict(type="int", default=1),
             avoid_nodes=dict(type="list", elements="str", default=[]),
             keep_zones=dict(type="bool", default=False),
         ),
-        required_one_of=[["targets", "label_selector", "on_nodes"]],
+        required_one_of=[["targets", "workload_selector", "on_nodes"]],
     )
     run_module(module, lambda client, settings: restart_workloads(client, settings, module.check_mode), validated)
 

@@ -208,8 +208,8 @@ def test_settings_defaults_and_templated_strings():
 def test_connection_options_are_the_modules_own():
     ansible_module = pytest.importorskip("ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module")
     spec = ansible_module.CONNECTION_ARGUMENT_SPEC
-    ours = {name: (tuple(aliases), variable) for name, aliases, variable, _kind in source.CONNECTION_OPTIONS}
-    theirs = {name: (tuple(option.get("aliases", ())), option["fallback"][1][0] if "fallback" in option else None)
+    ours = {name: (tuple(aliases), tuple(variables)) for name, aliases, variables, _kind in source.CONNECTION_OPTIONS}
+    theirs = {name: (tuple(option.get("aliases", ())), tuple(option["fallback"][1]) if "fallback" in option else ())
               for name, option in spec.items()}
     assert ours == theirs
 

@@ -243,6 +243,10 @@ def apply_overrides(configuration, params):
         configuration.verify_ssl = params["validate_certs"]
     if params.get("proxy"):
         configuration.proxy = params["proxy"]
+    if params.get("no_proxy"):
+        # Comma-separated hosts, domains, IP addresses and CIDR ranges; the REST client of every supported
+        # kubernetes version (29 to 37) goes direct, not through the proxy, to an API server they match.
+        configuration.no_proxy = params["no_proxy"]
 
 
 class Client:
@@ -383,7 +387,8 @@ def new_client(params, sleep=time.sleep):
     api_client = RetryingApiClient(
         configuration,
         impersonate_user=params.get("impersonate_user"),
-        impersonate_groups=params.get("impersonate_groups"),
+        # "a,,b" from K8S_AUTH_IMPERSONATE_GROUPS is the groups a and b, as kubernetes.core reads it.
+        impersonate_groups=[group for group in params.get("impersonate_groups") or () if group],
         sleep=sleep,
     )
     return Client(api_client)

@@ -12,7 +12,7 @@ instead of a CronJob every five minutes.
 Arguments (all optional):
 
     kubeconfig, context, host, api_key, ca_cert, client_cert, client_key,
-    validate_certs, proxy, impersonate_user, impersonate_groups:
+    validate_certs, proxy, no_proxy, impersonate_user, impersonate_groups:
         the connection options of the collection's modules, with the same
         names, aliases and K8S_AUTH_* environment variable fallbacks.
     label_selector:     only the nodes it picks (for example one node pool).
@@ -96,29 +96,37 @@ options:
     description: Bearer token. Falls back to E(K8S_AUTH_API_KEY).
     type: str
   ca_cert:
-    description: CA bundle of the API server. Falls back to E(K8S_AUTH_SSL_CA_CERT).
+    description: CA bundle of the API server. Falls back to E(K8S_AUTH_CA_CERT), then E(K8S_AUTH_SSL_CA_CERT).
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
-    description: Client certificate. Falls back to E(K8S_AUTH_CERT_FILE).
+    description: Client certificate. Falls back to E(K8S_AUTH_CLIENT_CERT), then E(K8S_AUTH_CERT_FILE).
     type: path
     aliases: [cert_file]
   client_key:
-    description: Key of O(client_cert). Falls back to E(K8S_AUTH_KEY_FILE).
+    description: Key of O(client_cert). Falls back to E(K8S_AUTH_CLIENT_KEY), then E(K8S_AUTH_KEY_FILE).
     type: path
     aliases: [key_file]
   validate_certs:
-    description: Whether to verify the API server's certificate. Falls back to E(K8S_AUTH_VERIFY_SSL).
+    description: >-
+      Whether to verify the API server's certificate. Falls back to E(K8S_AUTH_VALIDATE_CERTS), then
+      E(K8S_AUTH_VERIFY_SSL).
     type: bool
     aliases: [verify_ssl]
   proxy:
     description: HTTP proxy to the API server. Falls back to E(K8S_AUTH_PROXY).
     type: str
+  no_proxy:
+    description: >-
+      Comma-separated hosts, domain suffixes, IP addresses and CIDR ranges reached without O(proxy). Falls back to
+      E(K8S_AUTH_NO_PROXY).
+    type: str
   impersonate_user:
     description: User to act as. Falls back to E(K8S_AUTH_IMPERSONATE_USER).
     type: str
   impersonate_groups:
-    description: Groups to act as; needs O(impersonate_user).
+    description: >-
+      Groups to act as; needs O(impersonate_user). Falls back to E(K8S_AUTH_IMPERSONATE_GROUPS), comma-separated.
     type: list
     elements: str
   label_selector:
@@ -211,19 +219,20 @@ EXAMPLES = r"""
 LOGGER = logging.getLogger("kubeops.rotation.new_nodes")
 
 # The shared connection options (module_utils/ansible_module.py CONNECTION_ARGUMENT_SPEC, which a unit test compares
-# with this): name, aliases, environment variable, kind.
+# with this): name, aliases, environment variables (the first one set and not empty wins), kind.
 CONNECTION_OPTIONS = (
-    ("kubeconfig", (), "K8S_AUTH_KUBECONFIG", "raw"),
-    ("context", (), "K8S_AUTH_CONTEXT", "str"),
-    ("host", (), "K8S_AUTH_HOST", "str"),
-    ("api_key", (), "K8S_AUTH_API_KEY", "str"),
-    ("ca_cert", ("ssl_ca_cert",), "K8S_AUTH_SSL_CA_CERT", "path"),
-    ("client_cert", ("cert_file",), "K8S_AUTH_CERT_FILE", "path"),
-    ("client_key", ("key_file",), "K8S_AUTH_KEY_FILE", "path"),
-    ("validate_certs", ("verify_ssl",), "K8S_AUTH_VERIFY_SSL", "bool"),
-    ("proxy", (), "K8S_AUTH_PROXY", "str"),
-    ("impersonate_user", (), "K8S_AUTH_IMPERSONATE_USER", "str"),
-    ("impersonate_groups", (), None, "list"),
+    ("kubeconfig", (), ("K8S_AUTH_KUBECONFIG",), "raw"),
+    ("context", (), ("K8S_AUTH_CONTEXT",), "str"),
+    ("host", (), ("K8S_AUTH_HOST",), "str"),
+    ("api_key", (), ("K8S_AUTH_API_KEY",), "str"),
+    ("ca_cert", ("ssl_ca_cert",), ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"), "path"),
+    ("client_cert", ("cert_file",), ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"), "path"),
+    ("client_key", ("key_file",), ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"), "path"),
+    ("validate_certs", ("verify_ssl",), ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"), "bool"),
+    ("proxy", (), ("K8S_AUTH_PROXY",), "str"),
+    ("no_proxy", (), ("K8S_AUTH_NO_PROXY",), "str"),
+    ("impersonate_user", (), ("K8S_AUTH_IMPERSONATE_USER",), "str"),
+    ("impersonate_groups", (), ("K8S_AUTH_IMPERSONATE_GROUPS",), "list"),
 )
 SOURCE_OPTIONS = ("label_selector", "debounce_seconds", "include_existing", "tolerated_taints")
 DEFAULT_DEBOUNCE_SECONDS = 30.0
@@ -309,10 +318,10 @@ def connection_params(args, environ):
     """The connection options of ``args`` (by name or alias), else from the K8S_AUTH_* variables, as
     api.client.new_client takes them."""
     params = {}
-    for name, aliases, variable, kind in CONNECTION_OPTIONS:
+    for name, aliases, variables, kind in CONNECTION_OPTIONS:
         value = next((args[key] for key in (name,) + aliases if args.get(key) not in (None, "")), None)
-        if value is None and variable and environ.get(variable):
-            value = environ[variable]
+        if value is None:
+            value = next((environ[variable] for variable in variables if environ.get(variable)), None)
         if value is None:
             params[name] = None
         elif kind == "bool":
@@ -358,7 +367,7 @@ def settings_from_args(args, environ):
 def unknown_args(args):
     """Argument names this source does not know (typos), sorted."""
     known = set(SOURCE_OPTIONS)
-    for name, aliases, _variable, _kind in CONNECTION_OPTIONS:
+    for name, aliases, _variables, _kind in CONNECTION_OPTIONS:
         known.update((name,) + aliases)
     return sorted(set(args or {}) - known)
 
