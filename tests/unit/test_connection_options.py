@@ -225,10 +225,13 @@ def test_rollout_restart_selects_workloads_by_workload_selector_or_its_old_name(
         assert (settings.label_selector, settings.timeout) == ("app=web", 60), name
 
 
-def test_rollout_restart_names_a_malformed_workload_selector(monkeypatch):
+def test_rollout_restart_names_a_malformed_workload_selector_as_the_task_does(monkeypatch):
     spec, kwargs = module_spec(monkeypatch, rollout_restart)
-    params = validated({"label_selector": "app in (a"}, spec, **kwargs)
+    params = validated({"workload_selector": "app in (a"}, spec, **kwargs)
     with pytest.raises(InvalidInput, match='workload_selector "app in \\(a" is not a label selector'):
+        rollout_restart.validated(params)
+    params = validated({"label_selector": "app in (a"}, spec, **kwargs)
+    with pytest.raises(InvalidInput, match='label_selector "app in \\(a" is not a label selector'):
         rollout_restart.validated(params)
 
 
