@@ -216,8 +216,8 @@ attributes:
     support: full
     description: Returns the whole plan (what would be evicted, deleted, skipped, refused) and changes nothing.
   diff_mode:
-    support: none
-    description: The per-pod plan in RV(pods) is the preview.
+    support: full
+    description: Each pod that leaves (in check mode, would leave) its node, with the node before and null after.
 author:
   - kubeops.rotation developers (@kubeops)
 """
@@ -338,6 +338,12 @@ elapsed_seconds:
   returned: always
   type: float
   sample: 42.7
+diff:
+  description: Each pod evicted or deleted (in check mode, planned to be), with its node before and null after.
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"shop/web-7d9f-x2k4q": "node-1"}, "after": {"shop/web-7d9f-x2k4q": null}}
+  version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always

@@ -157,8 +157,10 @@ attributes:
     support: full
     description: Returns the plan, the skew before and the predicted skew after; changes nothing.
   diff_mode:
-    support: none
-    description: RV(skew_before) and RV(skew_predicted) are the preview.
+    support: full
+    description: >-
+      Each pod moved, with the node it leaves before and, after, the node planned (check mode) or where its
+      replacement landed; RV(skew_before) and RV(skew_predicted) are the preview of the spread.
 author:
   - kubeops.rotation developers (@kubeops)
 """
@@ -333,6 +335,12 @@ elapsed_seconds:
   returned: always
   type: float
   sample: 18.4
+diff:
+  description: Each pod moved, with its node before and the node planned (check mode) or landed on after.
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"shop/web-7d9f-x2k4q": "node-1"}, "after": {"shop/web-7d9f-x2k4q": "node-4"}}
+  version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always

@@ -156,8 +156,8 @@ attributes:
     support: full
     description: Lists the workloads that would be restarted, with their pods on the target nodes.
   diff_mode:
-    support: none
-    description: The only change is the C(restartedAt) annotation; RV(workloads) lists where it would be set.
+    support: full
+    description: Each workload's C(kubectl.kubernetes.io/restartedAt) before and after (V(now) in check mode).
 author:
   - kubeops.rotation developers (@kubeops)
 """
@@ -251,6 +251,12 @@ elapsed_seconds:
   returned: always
   type: float
   sample: 31.2
+diff:
+  description: Each restarted workload's C(kubectl.kubernetes.io/restartedAt), before and after (V(now) in check mode).
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"Deployment shop/web": null}, "after": {"Deployment shop/web": "2026-12-03T06:00:00Z"}}
+  version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always

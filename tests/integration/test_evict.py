@@ -274,3 +274,24 @@ def test_do_not_disrupt_budget_replacements_and_loud_deletion(cluster, namespace
     step = play.steps[0]
     assert any("bypassing their PodDisruptionBudgets" in warning for warning in step["warnings"])
     assert step["summary"] == {"deleted": 2, "remaining": 0}
+
+
+def test_diff_mode_shows_the_pods_that_leave_and_the_restart_stamp(cluster, namespace, make_nodes, run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 2, {TEST_LABEL: test_id}))
+    web = wait_until(lambda: running_pods(cluster, namespace, "app=web", 2), 60, "web on the old node")
+    keys = {"%s/%s" % (namespace, pod.metadata.name) for pod in web}
+    make_nodes(1, prefix="new")
+    evict = {"kubeops.rotation.evict": {"nodes": [old], "timeout": 60}, "diff": True}
+    restart = {"kubeops.rotation.rollout_restart": {"targets": [{"kind": "Deployment", "name": "web",
+                                                                "namespace": namespace}], "wait": False},
+               "diff": True}
+    checked = run_play([evict, restart], check=True)
+    assert checked.rc == 0, checked
+    assert checked.steps[0]["diff"] == {"before": {key: old for key in keys}, "after": {key: None for key in keys}}
+    assert checked.steps[1]["diff"] == {"before": {"Deployment %s/web" % namespace: None},
+                                        "after": {"Deployment %s/web" % namespace: "now"}}
+    assert {"%s/%s" % (namespace, pod.metadata.name) for pod in cluster.pods(namespace)} == keys, "nothing moved"
+    done = run_play([evict])
+    assert done.rc == 0, done
+    assert done.steps[0]["diff"]["before"] == {key: old for key in keys}

@@ -54,6 +54,17 @@ def remaining_on_nodes(client, node_names, options):
     return left_behind(judge_all(pods_on_nodes(client, node_names), options))
 
 
+def moved_diff(moves):
+    """The diff of pods that leave their nodes: ``moves`` are (pod key, its node, where it goes or None)."""
+    moves = sorted(moves)
+    return {"before": {key: node for key, node, _to in moves}, "after": {key: to for key, _node, to in moves}}
+
+
+def _removed(entries, outcomes):
+    return moved_diff(("%s/%s" % (entry["namespace"], entry["name"]), entry["node"], None)
+                      for entry in entries if entry["outcome"] in outcomes)
+
+
 def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,
           avoid_nodes=()):
     """Select, judge and (unless ``check_mode``) evict; returns the result.
@@ -76,7 +87,8 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         raise Blocked(refusal_message(plans), result)
     if check_mode:
         entries = [dict(p.summary(), outcome=_outcome(p), attempts=0, pdbs=[]) for p in plans]
-        result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0)
+        result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0,
+                      diff=_removed(entries, ("planned",)))
         return result
     run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
@@ -86,7 +98,7 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))
     result.update(changed=run.evictions > 0, pods=entries, summary=summarize_entries(entries),
-                  elapsed_seconds=run.elapsed)
+                  elapsed_seconds=run.elapsed, diff=_removed(entries, ("evicted", "deleted")))
     if node_names and settings.wait:
         result["remaining"] = remaining_on_nodes(client, node_names, options)
         result["summary"]["remaining"] = len(result["remaining"])

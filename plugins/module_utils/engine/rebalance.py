@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, owners_of_replica_sets
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import moved_diff
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import clear_steering, set_steering
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
@@ -97,6 +98,7 @@ def rebalance(client, request, check_mode=False):
         "removed_leftover_taints": leftover,
         "summary": plan["summary"],
         "elapsed_seconds": 0.0,
+        "diff": moved_diff((move["pod"], move["from"], move["to"]) for move in plan["moves"]),
     }
     if check_mode or not plan["moves"]:
         return result
@@ -128,6 +130,8 @@ def rebalance(client, request, check_mode=False):
         back_on_source=back,
         evictions=summarize_entries(list(outcomes.values())),
         elapsed_seconds=run.elapsed,
+        diff=moved_diff((move["pod"], move["from"], (landed_by_pod.get(move["pod"]) or {}).get("landed_on"))
+                        for move in evicted),
     )
     result["summary"] = plan["summary"] + [measured_line(result)]
     if back:

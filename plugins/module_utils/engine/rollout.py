@@ -35,6 +35,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart impo
     paced_strategy,
     restart_patch,
     restart_plan,
+    restarted_at,
     rollout_status,
     strategy_put_back,
 )
@@ -53,6 +54,8 @@ class RestartProgress:
     seconds: float = 0.0
     landed_on_avoided_nodes: list = field(default_factory=list)
     paced_from: dict | None = None
+    # kubectl.kubernetes.io/restartedAt of its pod template, before and after (in check mode, "now").
+    restarted_at: tuple = (None, None)
 
     def result(self):
         return dict(self.workload.target(), action=self.action, reason=self.reason, rollout=self.rollout,
@@ -82,7 +85,9 @@ class RolloutRestart:
         deadline = self.clock() + timeout
         if check_mode:
             for progress in workloads:
-                needed, reason = restart_plan(self.read(progress), self.restart_id, self.restarted_after)
+                obj = self.read(progress)
+                needed, reason = restart_plan(obj, self.restart_id, self.restarted_after)
+                progress.restarted_at = (restarted_at(obj), "now" if needed else restarted_at(obj))
                 progress.action = "planned" if needed else "already_restarted"
                 progress.reason = "would be restarted" if needed else reason
             return workloads
@@ -94,6 +99,7 @@ class RolloutRestart:
         started = self.clock()
         workload = progress.workload
         obj = self.read(progress)
+        before = restarted_at(obj)
         needed, reason = restart_plan(obj, self.restart_id, self.restarted_after)
         if needed:
             paced = None
@@ -103,6 +109,7 @@ class RolloutRestart:
             progress.action = "restarted"
         else:
             progress.action = "already_restarted"
+        progress.restarted_at = (before, restarted_at(obj))
         progress.reason = reason
         if self.wait:
             status = self.wait_for_rollout(progress, obj, deadline)
@@ -250,6 +257,13 @@ def moving_pods(client, workloads):
     return smallest_request(requests), pod_keys, sorted(nodes)
 
 
+def restart_diff(ran):
+    """Each restarted (in check mode, to be restarted) workload's restartedAt, before and after."""
+    changed = [progress for progress in ran if progress.restarted_at[0] != progress.restarted_at[1]]
+    return {"before": {progress.workload.label: progress.restarted_at[0] for progress in changed},
+            "after": {progress.workload.label: progress.restarted_at[1] for progress in changed}}
+
+
 def restart_workloads(client, settings, check_mode=False):
     """Find, restart and wait; returns the result, with ``warnings`` for pods left on nodes to avoid.
 
@@ -267,13 +281,15 @@ def restart_workloads(client, settings, check_mode=False):
     if (avoid or keep_zones) and workloads:
         request, leaving, nodes = moving_pods(client, workloads)
     with steering_while_moving(client, avoid, nodes if keep_zones else (), request, leaving) as steered:
-        entries = [progress.result() for progress in runner.run(workloads, settings.timeout, check_mode)]
+        ran = runner.run(workloads, settings.timeout, check_mode)
+        entries = [progress.result() for progress in ran]
     summary = {"workloads": len(entries)}
     for entry in entries:
         for key in (entry["action"], entry["rollout"]):
             summary[key] = summary.get(key, 0) + 1
     result = {"changed": any(entry["action"] == "restarted" for entry in entries), "workloads": entries,
               "summary": summary, "elapsed_seconds": round(time.monotonic() - started, 2), "steered_nodes": steered,
+              "diff": restart_diff(ran),
               "warnings": ["%s %s/%s has pods on nodes to avoid: %s" % (
                   entry["kind"], entry["namespace"], entry["name"], ", ".join(entry["landed_on_avoided_nodes"]))
                   for entry in entries if entry["landed_on_avoided_nodes"]]}

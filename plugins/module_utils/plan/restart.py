@@ -112,6 +112,12 @@ def restart_plan(obj, restart_id=None, restarted_after=None):
     return True, "restarted"
 
 
+def restarted_at(obj):
+    """The time of the workload's last ``kubectl rollout restart`` (its pod template's annotation), or None."""
+    return ((((obj or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}).get(
+        "annotations", {}).get(RESTARTED_AT)
+
+
 def restart_patch(now, restart_id=None):
     """The strategic merge patch of ``kubectl rollout restart``, plus our restart id on the workload."""
     patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: now}}}}}
