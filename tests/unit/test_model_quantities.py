@@ -62,3 +62,34 @@ def test_overhead_is_added_after_the_init_containers():
 
 def test_a_pod_without_requests_still_takes_a_pod_slot():
     assert pod_requests({"spec": {"containers": [{"name": "c"}]}}) == {"cpu": 0.0, "memory": 0.0, "pods": 1.0}
+
+
+def _pod(containers, init=(), overhead=None):
+    def container(cpu, memory, always=False):
+        entry = {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        if always:
+            entry["restartPolicy"] = "Always"
+        return entry
+
+    spec = {"containers": [container(*c) for c in containers],
+            "initContainers": [container(*c) for c in init]}
+    if overhead:
+        spec["overhead"] = overhead
+    return {"spec": spec}
+
+
+def test_native_sidecars_count_as_the_scheduler_counts_them():
+    plain = _pod([("100m", "64Mi"), ("200m", "64Mi")])
+    assert pod_requests(plain) == {"cpu": pytest.approx(0.3), "memory": 128 * 2 ** 20, "pods": 1.0}
+    # A classic init container larger than the app: its peak counts.
+    assert pod_requests(_pod([("100m", "64Mi")], [("1", "32Mi")]))["cpu"] == 1.0
+    # A sidecar runs beside the app: added to it.
+    with_sidecar = pod_requests(_pod([("100m", "64Mi")], [("50m", "16Mi", True)]))
+    assert with_sidecar["cpu"] == pytest.approx(0.15) and with_sidecar["memory"] == 80 * 2 ** 20
+    # An init container after a sidecar runs beside it: its peak is both.
+    after_sidecar = pod_requests(_pod([("100m", "64Mi")], [("300m", "16Mi", True), ("500m", "16Mi")]))
+    assert after_sidecar["cpu"] == pytest.approx(0.8)
+    # ... and one before it does not.
+    before_sidecar = pod_requests(_pod([("100m", "64Mi")], [("500m", "16Mi"), ("300m", "16Mi", True)]))
+    assert before_sidecar["cpu"] == 0.5
+    assert pod_requests(_pod([("100m", "64Mi")], overhead={"cpu": "250m"}))["cpu"] == pytest.approx(0.35)

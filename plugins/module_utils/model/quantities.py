@@ -31,29 +31,28 @@ def resource_amounts(quantities):
     return {resource: parse_quantity(quantities.get(resource, 0)) for resource in RESOURCES}
 
 
+def _requests(container, resource):
+    requests = (container.get("resources") or {}).get("requests") or {}
+    return parse_quantity(requests[resource]) if resource in requests else 0.0
+
+
 def pod_requests(pod):
-    """Requests of a pod as the scheduler counts them: the sum of its containers, or its largest
-    init container when that is larger, plus its overhead; every pod counts 1 against "pods"."""
+    """Requests of a pod as the scheduler counts them, per resource: its containers plus its native sidecars
+    (init containers with restartPolicy Always, which run beside them), or, when larger, what the init phase
+    needs at its peak (an init container plus the sidecars started before it), plus the pod's overhead; every
+    pod counts 1 against "pods"."""
     spec = pod.get("spec") or {}
-    cpu = memory = 0.0
-    for container in spec.get("containers") or ():
-        requests = (container.get("resources") or {}).get("requests")
-        if requests:
-            if "cpu" in requests:
-                cpu += parse_quantity(requests["cpu"])
-            if "memory" in requests:
-                memory += parse_quantity(requests["memory"])
-    for container in spec.get("initContainers") or ():
-        requests = (container.get("resources") or {}).get("requests")
-        if requests:
-            if "cpu" in requests:
-                cpu = max(cpu, parse_quantity(requests["cpu"]))
-            if "memory" in requests:
-                memory = max(memory, parse_quantity(requests["memory"]))
-    overhead = spec.get("overhead")
-    if overhead:
-        if "cpu" in overhead:
-            cpu += parse_quantity(overhead["cpu"])
-        if "memory" in overhead:
-            memory += parse_quantity(overhead["memory"])
-    return {"cpu": cpu, "memory": memory, "pods": 1.0}
+    counted = {"pods": 1.0}
+    for resource in ("cpu", "memory"):
+        running = sum(_requests(container, resource) for container in spec.get("containers") or ())
+        sidecars = peak = 0.0
+        for container in spec.get("initContainers") or ():
+            if container.get("restartPolicy") == "Always":
+                sidecars += _requests(container, resource)
+                running += _requests(container, resource)
+                peak = max(peak, sidecars)
+            else:
+                peak = max(peak, _requests(container, resource) + sidecars)
+        overhead = spec.get("overhead") or {}
+        counted[resource] = max(running, peak) + (parse_quantity(overhead[resource]) if resource in overhead else 0.0)
+    return counted
