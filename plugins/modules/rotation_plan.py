@@ -333,8 +333,8 @@ batches:
       description: How the warm node count was computed, when a pool node size was known.
       type: str
       sample: >-
-        zone zone-a: 6 pods requesting cpu 3.5, memory 8.58993e+09, pods 6 need 2 node(s) of cpu 3.8, memory 1.69114e+10,
-        pods 108 (after DaemonSets); the tightest resource decides
+        zone zone-a: 6 pod(s) requesting 3.5 CPU, 8 GiB need 2 node(s) of 3.8 CPU, 15.7 GiB, 108 pods (after
+        DaemonSets); the tightest resource decides
     fits:
       description: Whether the batch's moving pods fit on the nodes that stay plus the warm nodes.
       type: bool
@@ -343,7 +343,7 @@ batches:
       description: Pods that would not fit, with the reason.
       type: list
       elements: dict
-      sample: [{pod: shop/big-0, reason: "no node has room for its requests (cpu 6, memory 2.14748e+10)"}]
+      sample: [{pod: shop/big-0, reason: "no node has room for its requests (6 CPU, 20 GiB)"}]
 fits:
   description: Whether every batch fits.
   returned: always

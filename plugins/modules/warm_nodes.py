@@ -293,8 +293,8 @@ computed:
       description: The computation in one sentence.
       type: str
       sample: >-
-        6 pods requesting cpu 3.5, memory 8.58993e+09, pods 6 need 1 node(s) of cpu 3.8, memory 1.69114e+10,
-        pods 108 (after DaemonSets); the tightest resource decides
+        6 pod(s) requesting 3.5 CPU, 8 GiB need 1 node(s) of 3.8 CPU, 15.7 GiB, 108 pods (after DaemonSets); the
+        tightest resource decides
 action:
   description: What happened to the placeholder Deployment, V(created), V(scaled), V(updated) or V(unchanged).
   returned: when state is present

@@ -3,6 +3,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
+    amount_text,
+    amounts_text,
     parse_quantity,
     pod_requests,
     resource_amounts,
@@ -93,3 +95,10 @@ def test_native_sidecars_count_as_the_scheduler_counts_them():
     before_sidecar = pod_requests(_pod([("100m", "64Mi")], [("500m", "16Mi"), ("300m", "16Mi", True)]))
     assert before_sidecar["cpu"] == 0.5
     assert pod_requests(_pod([("100m", "64Mi")], overhead={"cpu": "250m"}))["cpu"] == pytest.approx(0.35)
+
+
+def test_amounts_are_written_for_people():
+    assert amount_text("cpu", 3.5) == "3.5 CPU" and amount_text("cpu", 0.25) == "250m CPU"
+    assert amount_text("memory", 8 * 2 ** 30) == "8 GiB" and amount_text("memory", 512 * 2 ** 20) == "512 MiB"
+    assert amount_text("memory", 100) == "100 B" and amount_text("pods", 6.0) == "6 pods"
+    assert amounts_text({"cpu": 1.0, "memory": 2 ** 30, "pods": 3.0}) == "1 CPU, 1 GiB, 3 pods"

@@ -35,7 +35,7 @@ def test_the_tightest_resource_decides():
     assert count == 3 and explanation["nodes_by_resource"] == {"cpu": 1, "memory": 3, "pods": 1}
     by_pods = nodes_needed(movers * 2, dict(TEMPLATE, memory="100Gi", pods="3"), POOL)
     assert by_pods[0] == 3 and by_pods[1]["nodes_by_resource"] == {"cpu": 1, "memory": 1, "pods": 3}
-    assert explanation["summary"].startswith("4 pods requesting cpu 0.4, memory 4.29497e+10, pods 4 need 3 node(s)")
+    assert explanation["summary"].startswith("4 pod(s) requesting 400m CPU, 40 GiB need 3 node(s) of 4 CPU, 16 GiB, 110 pods")
 
 
 def test_pods_the_pool_cannot_take_are_left_out_by_name():

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import OwnerCache, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import PdbIndex, pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES, pod_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES, amount_text, pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import index_label, selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
     NO_MATCH,
@@ -82,7 +82,8 @@ def why_not_by_recount(room, subject, name):
         return "hostname anti-affinity leaves no node"
     requests = pod_requests(subject)
     if any(room.free[name][resource] + 1e-9 < requests[resource] for resource in RESOURCES):
-        return "no node has room for its requests (cpu %g, memory %g)" % (requests["cpu"], requests["memory"])
+        return "no node has room for its requests (%s, %s)" % (amount_text("cpu", requests["cpu"]),
+                                                              amount_text("memory", requests["memory"]))
     for constraint in hard_spread_constraints(subject):
         counts = domain_counts(subject, constraint, room.nodes.values(), room.pods_by_node)
         domain = candidate["metadata"]["labels"].get(constraint.get("topologyKey"))
@@ -210,7 +211,7 @@ def test_a_node_skipped_as_full_still_gives_the_reason_a_pod_fits_nowhere():
     placement, unplaced = fit([pod("first", cpu="1"), pod("second", cpu="1")],
                               [node("small", cpu="1"), node("gpu", taints=[GPU])], [])
     assert placement == {"ns/first": "small"}
-    assert unplaced == [{"pod": "ns/second", "reason": "no node has room for its requests (cpu 1, memory 6.71089e+07)"}]
+    assert unplaced == [{"pod": "ns/second", "reason": "no node has room for its requests (1 CPU, 64 MiB)"}]
 
 
 def planner_of(seed):

@@ -120,7 +120,7 @@ def test_room_says_why_a_pod_may_not_go_to_a_node():
     assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n1") == "hostname anti-affinity leaves no node"
     assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n3") is None
     assert room.why_not(pod("huge", cpu="2", memory="1Gi"), "n3") == \
-        "no node has room for its requests (cpu 2, memory 1.07374e+09)"
+        "no node has room for its requests (2 CPU, 1 GiB)"
 
 
 def test_room_keeps_a_pods_own_zone_spread_constraint():
@@ -155,7 +155,7 @@ def test_fit_reports_the_most_telling_reason():
     placement, unplaced = fit([pod("gpu-job", nodeSelector={"gpu": "yes"}), pod("huge", cpu="64")],
                               [node("n1")], [])
     assert placement == {}
-    assert unplaced == [{"pod": "ns/huge", "reason": "no node has room for its requests (cpu 64, memory 6.71089e+07)"},
+    assert unplaced == [{"pod": "ns/huge", "reason": "no node has room for its requests (64 CPU, 64 MiB)"},
                         {"pod": "ns/gpu-job", "reason": "no node matches its node selector, affinity or tolerations"}]
 
 

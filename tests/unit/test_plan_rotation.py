@@ -339,8 +339,8 @@ def test_warm_nodes_leave_room_for_the_daemonset_pods_of_the_batchs_own_nodes():
     # 1 for old-a2's, 2 for the two of old-b1.
     assert [first["nodes"], second["nodes"], third["nodes"]] == [["old-a1"], ["old-a2"], ["old-b1"]]
     assert [first["warm_new"], second["warm_new"], third["warm_new"]] == [{"a": 1}, {"a": 1}, {"b": 2}]
-    assert "need 1 node(s) of cpu 3," in first["warm_computed"]
-    assert "need 2 node(s) of cpu 3," in third["warm_computed"]
+    assert "need 1 node(s) of 3 CPU," in first["warm_computed"]
+    assert "need 2 node(s) of 3 CPU," in third["warm_computed"]
     assert third["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-2", "ns/keep-3"])]
 
 
@@ -390,7 +390,7 @@ def test_no_moved_pod_is_planned_onto_a_node_of_the_rotation():
     assert tight["batches"][0]["fits"], "keep-1 takes spare-b, not roomy old-a2 of the next batch"
     assert tight["batches"][1]["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-2"])]
     assert tight["batches"][1]["unplaced"] == [
-        {"pod": "ns/web-1", "reason": "no node has room for its requests (cpu 1, memory 6.71089e+07)"}]
+        {"pod": "ns/web-1", "reason": "no node has room for its requests (1 CPU, 64 MiB)"}]
 
 
 def test_a_node_karpenter_may_not_disrupt_is_rotated_all_the_same_with_a_note():

@@ -56,3 +56,21 @@ def pod_requests(pod):
         overhead = spec.get("overhead") or {}
         counted[resource] = max(running, peak) + (parse_quantity(overhead[resource]) if resource in overhead else 0.0)
     return counted
+
+
+def amount_text(resource, value):
+    """An amount for people: cpu in cores or millicores ("3.5 CPU", "250m CPU"), memory in binary units
+    ("8 GiB", "512 MiB"), pods as a count."""
+    if resource == "cpu":
+        return "%g CPU" % round(value, 3) if value >= 1 or value == 0 else "%dm CPU" % round(value * 1000)
+    if resource == "pods":
+        return "%d pods" % value
+    for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if value >= size:
+            return "%g %s" % (round(value / size, 1), unit)
+    return "%d B" % value
+
+
+def amounts_text(amounts, resources=RESOURCES):
+    """Amounts of ``resources`` for people: "3.5 CPU, 8 GiB, 6 pods"."""
+    return ", ".join(amount_text(resource, amounts[resource]) for resource in resources if resource in amounts)

@@ -12,6 +12,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminal, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
     RESOURCES,
+    amount_text,
+    amounts_text,
     pod_requests,
     resource_amounts,
 )
@@ -47,8 +49,9 @@ def nodes_needed(pods, template_allocatable, pool_labels):
         if total[resource] <= 0:
             per_resource[resource] = 0
         elif free[resource] <= 0:
-            raise InvalidInput("a template node has no %s left after DaemonSet pods (%g allocatable, %g for "
-                               "DaemonSets)" % (resource, allocatable[resource], per_node_daemon[resource]))
+            raise InvalidInput("a template node has no %s left after DaemonSet pods (%s allocatable, %s for "
+                               "DaemonSets)" % (resource, amount_text(resource, allocatable[resource]),
+                                                amount_text(resource, per_node_daemon[resource])))
         else:
             per_resource[resource] = int(math.ceil(total[resource] / free[resource] - 1e-9))
     count = max(per_resource.values()) if movable else 0
@@ -59,10 +62,8 @@ def nodes_needed(pods, template_allocatable, pool_labels):
         "daemonset_requests_per_node": {resource: round(per_node_daemon[resource], 3) for resource in RESOURCES},
         "nodes_by_resource": per_resource,
         "not_for_pool": sorted(not_for_pool),
-        "summary": "%d pods requesting cpu %g, memory %g, pods %d need %d node(s) of cpu %g, memory %g, pods %d "
-                   "(after DaemonSets); the tightest resource decides" % (
-                       len(movable), total["cpu"], total["memory"], total["pods"], count, free["cpu"],
-                       free["memory"], free["pods"]),
+        "summary": "%d pod(s) requesting %s need %d node(s) of %s (after DaemonSets); the tightest resource "
+                   "decides" % (len(movable), amounts_text(total, ("cpu", "memory")), count, amounts_text(free)),
     }
     return count, explanation
 

@@ -26,6 +26,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import claim_names, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
     RESOURCES,
+    amount_text,
     pod_requests,
     resource_amounts,
 )
@@ -522,7 +523,8 @@ class Room:
             return "hostname anti-affinity leaves no node"
         if not self._has_room(pod, name):
             requests = self.requests(pod)
-            return "no node has room for its requests (cpu %g, memory %g)" % (requests["cpu"], requests["memory"])
+            return "no node has room for its requests (%s, %s)" % (amount_text("cpu", requests["cpu"]),
+                                                                  amount_text("memory", requests["memory"]))
         broken = self._broken_spread(pod, facts, name)
         if broken is not None:
             return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
