@@ -324,6 +324,11 @@ batches:
       elements: dict
       sample: [{zone: zone-a, count: 2}]
       version_added: 0.2.0
+    evict_by_workload:
+      description: How many of RV(batches[].evict) each workload has (C(Kind namespace/name), or V(bare pods)).
+      type: dict
+      sample: {"Deployment shop/web": 3}
+      version_added: 0.3.0
     retire:
       description: For each node of the batch, how it will be retired after O(retire), in words.
       type: dict

@@ -84,6 +84,8 @@ def test_check_mode_changes_nothing(cluster, demo, tmp_path):
     assert "batch 1/2" in completed.stdout
     assert "did not do what its plan said" not in completed.stdout, "check mode does nothing, by design"
     assert "StatefulSet %s/db: one at a time" % demo.namespace in completed.stdout
+    for name in demo.old_nodes:
+        assert "retire %s: delete the Node object only" % name in completed.stdout, "the plan says how each goes"
     report = json.loads((tmp_path / "rotation-report.json").read_text())
     assert report["outcome"] == "check" and report["check_mode"] and len(report["batches"]) == 2
     assert (tmp_path / "rotation-report.md").read_text().startswith("# Rotation ")

@@ -194,8 +194,9 @@ def test_plan_summary_opens_with_the_rotation_and_names_each_batch():
     assert summary[1] == ("batch 1/2 (zone a): old-1; replace first 1 pod(s) of 1 workload(s), evict 1 pod(s), "
                           "1 warm node(s) (a 1)")
     assert summary[2] == "  Deployment ns/solo: surge by 1 pod(s) (single replica)"
-    assert summary[3].startswith("batch 2/2 (zone b): old-2; replace first 0 pod(s) of 0 workload(s), evict 1 pod(s)")
-    assert "BLOCKED: ns/bare (unreplicated:" in summary[3]
+    assert summary[3] == "  evict: Deployment ns/web 1"
+    assert summary[4].startswith("batch 2/2 (zone b): old-2; replace first 0 pod(s) of 0 workload(s), evict 1 pod(s)")
+    assert "BLOCKED: ns/bare (unreplicated:" in summary[4]
 
 
 def test_a_pod_whose_volume_is_bound_to_a_zone_is_placed_only_there():
@@ -272,7 +273,7 @@ def test_a_do_not_disrupt_workload_is_replaced_in_each_batch_of_its_pods_with_on
                                  replace_entry(SOLO, "single replica", ["ns/solo-1"])]
     assert third["replace"] == [replace_entry(KEEP, "do-not-disrupt", ["ns/keep-3"])]
     assert all("moved_earlier" not in batch for batch in plan["batches"])
-    assert plan["summary"][3:6] == [
+    assert plan["summary"][4:7] == [
         "batch 2/3 (zone zone-a): old-a2; replace first 2 pod(s) of 2 workload(s), evict 0 pod(s), 1 warm node(s) "
         "(zone-a 1)",
         "  Deployment ns/keep: surge by 1 pod(s) (do-not-disrupt)",

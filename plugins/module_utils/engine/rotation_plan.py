@@ -20,7 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter i
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import planned_retirement
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation, summarize_plan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,16 +62,17 @@ def plan_from_cluster(client, request, now=None):
     plan = plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
                          now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools,
                          snapshot.one_at_a_time, snapshot.autoscalers, snapshot.gitops)
-    _say_retirement(client, plan, snapshot, request.retire)
+    if _say_retirement(client, plan, snapshot, request.retire):
+        plan["summary"] = summarize_plan(plan)
     return plan
 
 
 def _say_retirement(client, plan, snapshot, mode):
     """Each batch's ``retire``: {node: how it will be retired}, from its NodeClaim or Machine (read only when
-    the mode deletes)."""
+    the mode deletes); whether there were batches to say it of."""
     batches = plan.get("batches") or []
     if not batches:
-        return
+        return False
     deletes = mode in ("delete", "delete_node")
     claims = claims_by_node(snapshot.node_claims or node_claims(client)) if deletes else {}
     owned_by_machines = machines_by_node(machines(client)) if deletes else {}
@@ -80,3 +81,4 @@ def _say_retirement(client, plan, snapshot, mode):
         batch["retire"] = {name: planned_retirement(by_name.get(name) or {"metadata": {"name": name}}, mode, claims,
                                                     owned_by_machines)
                            for name in batch["nodes"]}
+    return True

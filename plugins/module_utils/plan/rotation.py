@@ -443,6 +443,8 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             index=index,
             replace=[replace[key] for key in sorted(replace)],
             evict=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "evict"),
+            evict_by_workload=_counted(workload.label if workload else "bare pods"
+                                       for _pod, workload, method, _r in here if method == "evict"),
             blocked=sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in here
                             if method == "blocked"), key=lambda entry: entry["pod"]),
             stays=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "stays"),
@@ -518,6 +520,16 @@ def zone_warnings(chosen, pool_labels, pool_zones=None):
             "their own zone" % (", ".join(sorted(served)), ", ".join(others))] if others else []
 
 
+def _counted(names):
+    counts = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+SHOWN_WORKLOADS = 5
+
+
 def summarize_plan(plan):
     """The few lines a person reads before a rotation starts."""
     lines = ["Rotation %s: %d node(s) in %d batch(es)%s." % (
@@ -542,6 +554,13 @@ def summarize_plan(plan):
             "; its replicas are synced by %s: pause that sync for the rotation, or the surge is undone and the batch "
             "stops" % ", ".join(entry["gitops"]) if entry.get("gitops") and entry["method"] == SURGE else "")
             for entry in batch["replace"])
+        evicted = sorted((batch.get("evict_by_workload") or {}).items(), key=lambda item: (-item[1], item[0]))
+        if evicted:
+            rest = sum(count for _name, count in evicted[SHOWN_WORKLOADS:])
+            lines.append("  evict: %s%s" % (", ".join("%s %d" % item for item in evicted[:SHOWN_WORKLOADS]),
+                                            ", %d more of %d other workload(s)" % (
+                                                rest, len(evicted) - SHOWN_WORKLOADS) if rest else ""))
+        lines.extend("  retire %s: %s" % item for item in sorted((batch.get("retire") or {}).items()))
     for node in plan["nodes"]:
         lines.extend("node %s: %s" % (node["name"], note) for note in node.get("notes") or [])
     lines.extend("budget: %s" % note for note in plan["budgets"])
