@@ -14,6 +14,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
     template_allocatable,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import machines
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_message
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node, nodepool_zones
@@ -74,8 +75,18 @@ def _say_retirement(client, plan, snapshot, mode):
     if not batches:
         return False
     deletes = mode in ("delete", "delete_node")
-    claims = claims_by_node(snapshot.node_claims or node_claims(client)) if deletes else {}
-    owned_by_machines = machines_by_node(machines(client)) if deletes else {}
+    try:
+        claims = claims_by_node(snapshot.node_claims or node_claims(client)) if deletes else {}
+        owned_by_machines = machines_by_node(machines(client)) if deletes else {}
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        # The plan still stands; the retire step, which needs these reads, fails until the RBAC allows them.
+        unknown = "not known: %s (docs/rbac.yaml)" % api_message(exc)
+        for batch in batches:
+            batch["retire"] = {name: unknown for name in batch["nodes"]}
+        plan["warnings"].append("how the nodes will be retired is %s" % unknown)
+        return True
     by_name = {node_name(node): node for node in snapshot.nodes}
     for batch in batches:
         batch["retire"] = {name: planned_retirement(by_name.get(name) or {"metadata": {"name": name}}, mode, claims,
