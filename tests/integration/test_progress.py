@@ -41,8 +41,10 @@ def test_a_drain_held_by_a_pdb_says_what_it_waits_for_in_the_job_output_on_the_p
         cluster, namespace, make_nodes, tmp_path, test_id):
     (old,) = make_nodes(1, prefix="old")
     cluster.apps.create_namespaced_deployment(namespace, deployment("db", 1, {TEST_LABEL: test_id}))
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 1, {TEST_LABEL: test_id}))
     cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
     wait_until(lambda: running_pods(cluster, namespace, "app=db", 1), 60, "the db pod")
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 1), 60, "the web pod")
     base = str(tmp_path / "job")
     for folder in ("env", "inventory", "project"):
         os.makedirs(os.path.join(base, folder))
@@ -82,6 +84,8 @@ def test_a_drain_held_by_a_pdb_says_what_it_waits_for_in_the_job_output_on_the_p
     assert lines, "no progress line in the job output: %s" % [event.get("stdout") for event in events][-20:]
     held = "held by PDB %s/db" % namespace
     assert all(held in event["stdout"] for event in lines), [event["stdout"] for event in lines]
+    # web, which nothing holds, is gone at once, and seen gone while db waits.
+    assert "evicting: 1 of 2 pods gone; waiting: 1 held by PDB" in lines[-1]["stdout"], lines[-1]["stdout"]
     moments = [created(evict_started)] + [created(event) for event in lines] + [created(evict_ended)]
     gaps = [(later - earlier).total_seconds() for earlier, later in zip(moments, moments[1:])]
     assert max(gaps) <= 30, "a line at least every 30 s while it waits: gaps %s" % gaps

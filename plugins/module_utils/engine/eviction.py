@@ -46,6 +46,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress imp
 MAX_BACKOFF = 5.0
 # A pod its PDB refused is retried when the PDBs' watch allows it; this only bounds a watch that missed it.
 PDB_RECHECK = 30.0
+# ... and while it waits so, pods in flight are looked for this often.
+IN_FLIGHT_RECHECK = 2.0
 
 
 @dataclass(frozen=True)
@@ -339,6 +341,12 @@ class EvictionRun:
         waiting_for_room = [state for state in queue if state.next_try <= now]
         refused = [state for state in queue if state.refused_by_pdb and state.next_try > now]
         if refused and not waiting_for_room:
+            if in_flight and self.settings.wait:
+                # Watching the PDBs, not the pods: a pod in flight is seen gone by a list, every few seconds.
+                list_method, kwargs = self._scope(list(in_flight.values()))
+                self._finish_gone(in_flight, list_method, kwargs)
+                if in_flight:
+                    timeout = min(timeout, IN_FLIGHT_RECHECK)
             self._wait_for_pdbs(refused, timeout)
             return resource_version
         watching = list(in_flight.values()) + waiting_for_room if self.settings.wait else waiting_for_room
