@@ -42,6 +42,25 @@ CACHE = os.environ.get("KUBEOPS_CACHE", os.path.join(REPO, ".cache"))
 GOBUILD = os.path.join(HERE, "gobuild")
 DEFAULT_DIR = os.path.join(tempfile.gettempdir(), "kubeops-cluster")
 KWOK_VERSION = "v0.8.0"
+# kwok plays the kubelets, with two differences from a kubelet that the tests trip over, patched in its source
+# before it is built (the name of the binaries' folder carries their digest, so a change rebuilds):
+# - it deletes a pod by name only: a second play of the delete stage, a few ms after the first, deleted the
+#   StatefulSet's new pod of the same name (seen in the API server's audit log); a kubelet names the uid;
+# - a stage whose request failed other than by "connection refused" or a 5xx timeout was dropped for good, and a
+#   retried one waited up to 32 minutes: a pod that the API server's restart interrupted never became Ready.
+KWOK_PATCHES = {
+    "pkg/kwok/controllers/pod_controller.go": [(
+        "err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)",
+        "opt := deleteOpt\n\topt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n"
+        "\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opt)")],
+    "pkg/kwok/controllers/utils.go": [
+        ("Cap: 32 * time.Minute}", "Cap: 4 * time.Second}"),
+        ("\t// ignore all other cases\n\treturn false",
+         "\t// a request cut off by the API server's restart, or refused while it starts\n"
+         "\treturn apierrors.ReasonForError(err) == \"\" || apierrors.IsInternalError(err) || "
+         "apierrors.IsUnauthorized(err)"),
+    ],
+}
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.128.0.0/12"
 # kwok manages only nodes carrying this annotation, so a test cluster of
@@ -105,7 +124,8 @@ def versions():
 
 def bin_dir():
     v = versions()
-    return os.path.join(CACHE, "bin", "k8s-%s_etcd-%s_kwok-%s" % (v["kubernetes"], v["etcd"], v["kwok"]))
+    patches = hashlib.sha256(json.dumps(KWOK_PATCHES, sort_keys=True).encode()).hexdigest()[:8]
+    return os.path.join(CACHE, "bin", "k8s-%s_etcd-%s_kwok-%s-%s" % (v["kubernetes"], v["etcd"], v["kwok"], patches))
 
 
 def stages_file():
@@ -143,14 +163,14 @@ def build():
     if not os.path.exists(os.path.join(target, "etcd")):
         run(["go", "build", "-o", os.path.join(target, "etcd"), "go.etcd.io/etcd/server/v3"],
             cwd=os.path.join(GOBUILD, "etcd"), env=env)
+    module = None
     if not os.path.exists(os.path.join(target, "kwok")):
-        run(["go", "install", "sigs.k8s.io/kwok/cmd/kwok@" + v["kwok"]], env=dict(env, GOBIN=target))
+        module = kwok_module(v["kwok"], env)
+        build_patched_kwok(module["Dir"], os.path.join(target, "kwok"), env)
     stages = stages_file()
     if not os.path.exists(stages):
         # The stages kwokctl applies by default, read from kwok's own module.
-        module = json.loads(subprocess.run(
-            ["go", "mod", "download", "-json", "sigs.k8s.io/kwok@" + v["kwok"]],
-            check=True, capture_output=True, env=env).stdout)
+        module = module or kwok_module(v["kwok"], env)
         documents = []
         for path in KWOK_STAGES:
             with open(os.path.join(module["Dir"], path)) as handle:
@@ -164,6 +184,31 @@ def build():
     karpenter.build(CACHE, run, log)
     log("binaries ready in %s (%.1f s)" % (target, time.monotonic() - started))
     return target
+
+
+def kwok_module(version, env):
+    return json.loads(subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/kwok@" + version],
+                                     check=True, capture_output=True, env=env).stdout)
+
+
+def build_patched_kwok(module_dir, output, env):
+    """kwok built from a copy of its module with KWOK_PATCHES applied; each must apply exactly once."""
+    with tempfile.TemporaryDirectory(prefix="kwok-src-") as work:
+        source = os.path.join(work, "kwok")
+        shutil.copytree(module_dir, source)
+        for root, dirs, files in os.walk(source):
+            for name in dirs + files:
+                os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+        for path, replacements in KWOK_PATCHES.items():
+            with open(os.path.join(source, path)) as handle:
+                text = handle.read()
+            for old, new in replacements:
+                if text.count(old) != 1:
+                    raise RuntimeError("the kwok patch for %s no longer applies: %r" % (path, old))
+                text = text.replace(old, new)
+            with open(os.path.join(source, path), "w") as handle:
+                handle.write(text)
+        run(["go", "build", "-o", output, "./cmd/kwok"], cwd=source, env=env)
 
 
 def free_port():

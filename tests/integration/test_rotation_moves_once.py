@@ -193,10 +193,14 @@ def protected(cluster, test_id):
 
 
 def events_about(cluster, namespace, names):
-    """Who said what about these pods (the controller that deleted one names itself in its Event)."""
-    return [(event.involved_object.name, event.source.component, event.reason, event.message)
-            for event in cluster.core.list_namespaced_event(namespace).items
-            if event.involved_object.name in names or any(name in (event.message or "") for name in names)]
+    """Who said what about these pods, one short line each (the controller that deleted one names itself in its
+    Event), kept short so that pytest shows the whole of it."""
+    return "; ".join("%s %s by %s: %s" % (event.involved_object.name, event.reason, event.source.component,
+                                          event.message)
+                     for event in sorted(cluster.core.list_namespaced_event(namespace).items,
+                                         key=lambda event: str(event.last_timestamp or event.event_time))
+                     if event.involved_object.name in names and event.reason not in ("Scheduled", "Pulled",
+                                                                                      "Created", "Started"))
 
 
 def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zones_before):
@@ -211,10 +215,9 @@ def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zon
     now = {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}
     assert [uid for uid, (_app, node) in watcher.first.items() if node in rotated and uid in now] == []
     assert [uid for uid, (_app, node) in watcher.first.items() if node not in rotated and uid not in now] == []
-    assert {app: count for app, count in watcher.churned.items() if app} == {}, (
-        watcher.churned_pods, sorted(scenario.old_nodes), report.get("planned_batches") and [
-            (batch["nodes"], batch["replace"]) for batch in report["planned_batches"]], events_about(
-                cluster, scenario.namespace, {entry.split(" on ")[0] for entry in watcher.churned_pods}))
+    assert {app: count for app, count in watcher.churned.items() if app} == {}, "%s went again; %s" % (
+        ", ".join(watcher.churned_pods), events_about(cluster, scenario.namespace,
+                                                      {entry.split(" on ")[0] for entry in watcher.churned_pods}))
     planned_evictions = sum(len(batch["evict"]) for batch in report["planned_batches"])
     one_at_a_time = sum(len(entry["pods"]) for batch in report["planned_batches"] for entry in batch["replace"]
                         if entry["method"] == "one_at_a_time")
