@@ -115,6 +115,20 @@ def db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id):
     return old
 
 
+def test_a_pdb_held_by_a_pod_that_cannot_be_scheduled_names_that_pod_and_the_schedulers_reason(
+        cluster, namespace, make_nodes, run_play, test_id):
+    old = db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id)
+    # A third pod under the same PDB that no node takes: the budget waits for it, and the failure says so.
+    cluster.apps.create_namespaced_deployment(namespace, deployment(
+        "db-extra", 1, {TEST_LABEL: test_id, "kubeops.io/nowhere": "true"}, labels={"app": "db", "role": "extra"}))
+    wait_until(lambda: [pod for pod in cluster.pods(namespace, "role=extra") if pod.status.conditions], 30,
+               "the extra db pod to be found unschedulable")
+    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 8}}])
+    message = play.steps[0]["msg"]
+    assert "which waits for: %s/db-extra-" % namespace in message, message
+    assert "Pending: 0/" in message and "node affinity/selector" in message, message
+
+
 def test_pdb_that_never_allows_disruption_fails_at_the_deadline_naming_it(cluster, namespace, make_nodes, run_play,
                                                                           test_id):
     old = db_under_a_pdb_that_allows_nothing(cluster, namespace, make_nodes, test_id)

@@ -5,6 +5,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress imp
     counted,
     eviction_line,
     not_ready_text,
+    pdb_shortfall,
     why_not_ready,
 )
 from ansible_collections.kubeops.rotation.plugins.plugin_utils.kubernetes_action import (
@@ -12,7 +13,7 @@ from ansible_collections.kubeops.rotation.plugins.plugin_utils.kubernetes_action
     elapsed_text,
     kubernetes_core_defaults,
 )
-from builders import pod
+from builders import pdb, pod
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                  "message": "0/5 nodes are available: 5 node(s) were unschedulable."}
@@ -103,3 +104,12 @@ def test_progress_is_shown_after_a_quiet_start_on_change_with_a_gap_and_repeated
                      "localhost | Evict [9s] evicting: 2 of 2 pods gone",
                      "localhost | Evict [29s] evicting: 2 of 2 pods gone"]
     assert elapsed_text(754) == "12m34s"
+
+
+def test_a_pdbs_shortfall_names_its_pods_not_ready_and_those_not_created_yet():
+    pods = [pod("web-1"), pod("web-2", node_name="n2", ready=False), pod("web-3", ready=False, deleting=True),
+            pod("db-1", app="db", ready=False), pod("web-4", namespace="other", ready=False)]
+    assert pdb_shortfall(pdb("web", expected=4), pods) == \
+        "ns/web-2 on n2 not Ready; 2 of 4 pods not created yet by their controller"
+    assert pdb_shortfall(pdb("web", expected=2), pods) == "ns/web-2 on n2 not Ready"
+    assert pdb_shortfall(pdb("web"), [pod("web-1")]) == ""

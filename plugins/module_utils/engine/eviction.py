@@ -41,7 +41,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text, selector_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import eviction_line, not_ready_text
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import eviction_line, not_ready_text, pdb_shortfall
 
 MAX_BACKOFF = 5.0
 # A pod its PDB refused is retried when the PDBs' watch allows it; this only bounds a watch that missed it.
@@ -545,6 +545,7 @@ class EvictionRun:
 
     def _explain_blocked(self, states):
         by_namespace = {}
+        pods_of = {}
         for state in states:
             if state.outcome == "in_flight":
                 state.outcome, state.detail = "terminating", "evicted but still terminating at the deadline"
@@ -554,8 +555,14 @@ class EvictionRun:
             blocking = pdbs_for(state.pod, by_namespace[state.namespace])
             state.pdbs = [describe_pdb(pdb) for pdb in blocking]
             if (state.attempts or state.refused_by_pdb) and blocking:
+                if state.namespace not in pods_of:
+                    pods_of[state.namespace] = self.client.list_all(self.client.core.list_namespaced_pod,
+                                                                    namespace=state.namespace)
+                shortfalls = [pdb_shortfall(pdb, pods_of[state.namespace]) for pdb in blocking]
                 state.outcome = "blocked"
-                state.detail = "blocked by " + "; ".join(state.pdbs)
+                state.detail = "blocked by " + "; ".join(
+                    "%s%s" % (text, ", which waits for: %s" % shortfall if shortfall else "")
+                    for text, shortfall in zip(state.pdbs, shortfalls))
             elif state.outcome == "pending" and not state.detail:
                 state.detail = "not attempted before the deadline"
             else:

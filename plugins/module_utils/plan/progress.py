@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, is_terminating, node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
 
 SHOWN_REASONS = 3
 SHOWN_PODS = 3
@@ -55,3 +56,20 @@ def eviction_line(removed, total, terminating, waiting):
     if waiting:
         line += "; waiting: %s" % counted(waiting)
     return line
+
+
+def pdb_shortfall(pdb, pods):
+    """What keeps a PodDisruptionBudget from allowing a disruption, from the pods of its namespace: its pods that
+    are not Ready (Pending with the scheduler's reason, or on which node), and those its controller has not
+    created yet (after an API server restart, a controller can take minutes to see that it is short)."""
+    selected = [pod for pod in pods if pod["metadata"].get("namespace") == pdb["metadata"]["namespace"]
+                and not is_terminating(pod) and selector_matches(pdb["spec"].get("selector"),
+                                                                 pod["metadata"].get("labels") or {})]
+    parts = []
+    not_ready = [pod for pod in selected if not is_ready(pod)]
+    if not_ready:
+        parts.append(not_ready_text(not_ready))
+    expected = (pdb.get("status") or {}).get("expectedPods")
+    if expected is not None and expected > len(selected):
+        parts.append("%d of %d pods not created yet by their controller" % (expected - len(selected), expected))
+    return "; ".join(parts)
