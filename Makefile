@@ -80,8 +80,13 @@ $(KUBERNETES_CORE)/.installed: venv
 	rm -rf $(KUBERNETES_CORE)/wheel
 	touch $@
 
+# In INTEGRATION_WORKERS pytest-xdist processes, each with a control plane of its own, a test file at a time (a
+# file's tests share what its fixtures set up); in one process against a cluster of your own
+# (KUBEOPS_TEST_KUBECONFIG), where the tests of two processes would share its warm pool.
+INTEGRATION_WORKERS ?= $(if $(KUBEOPS_TEST_KUBECONFIG),0,2)
 integration: venv cluster-bin collection checkout-link rulebook-venv kubernetes-core
-	$(BIN)/python -m pytest tests/integration
+	$(BIN)/python -m pytest tests/integration --durations=15 \
+	  $(if $(filter-out 0,$(INTEGRATION_WORKERS)),-n $(INTEGRATION_WORKERS) --dist loadfile)
 
 sanity: venv
 	tests/sanity/run.sh

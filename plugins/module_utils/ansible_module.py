@@ -126,4 +126,5 @@ def _finished(module, result, client):
         module.warn(warning)
     if client is not None:
         result["api_requests"] = client.request_count
+        result["api_retries"] = client.retries
     return result

@@ -171,6 +171,15 @@ api_requests:
   returned: always
   type: int
   sample: 5
+api_retries:
+  description:
+    - Requests sent again after a transient fault (C(requests)), and the writes among all requests whose answer
+      was lost on the way back (C(lost_answers)) - each either sent again when a repeat finds it done (a patch,
+      a delete, a create), or read first (an eviction), so that nothing is done twice.
+  returned: always
+  type: dict
+  sample: {"requests": 3, "lost_answers": 1}
+  version_added: 0.3.0
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (

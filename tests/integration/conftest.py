@@ -40,7 +40,9 @@ from demo import Demo  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 
 TEST_LABEL = "kubeops.io/test"
-METRICS_FILE = os.path.join(REPO, ".cache", "last-cluster-metrics.json")
+# One per pytest-xdist worker: each starts a control plane of its own.
+METRICS_FILE = os.path.join(REPO, ".cache", "last-cluster-metrics%s.json" % (
+    "-" + os.environ["PYTEST_XDIST_WORKER"] if os.environ.get("PYTEST_XDIST_WORKER") else ""))
 
 
 def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):

@@ -41,6 +41,8 @@ class Scenario:
         self.cluster = cluster
         self.namespace = test_id
         self.pool = test_id + "-old"
+        # where its pods may run: the old pool and the new one
+        self.pod_pools = [self.pool, "warm"]
         self.old_nodes = {}
         for zone, count in nodes_per_zone.items():
             for index in range(count):
@@ -76,7 +78,7 @@ class Scenario:
             # Only on the old pool or the new one: other tests' nodes must not take this scenario's pods.
             template["spec"]["affinity"] = dict(template["spec"].get("affinity") or {}, nodeAffinity={
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubeops.io/pool", "operator": "In", "values": [self.pool, "warm"]}]}]}})
+                    {"key": "kubeops.io/pool", "operator": "In", "values": list(self.pod_pools)}]}]}})
         create = {"Deployment": self.cluster.apps.create_namespaced_deployment,
                   "StatefulSet": self.cluster.apps.create_namespaced_stateful_set,
                   "PodDisruptionBudget": self.cluster.policy.create_namespaced_pod_disruption_budget,

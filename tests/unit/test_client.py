@@ -12,6 +12,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import
     build_configuration,
     default_kubeconfig_path,
     new_client,
+    repeatable_write,
     retry_delay,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
@@ -58,6 +59,16 @@ def test_writes_are_retried_only_when_they_never_reached_the_server():
     assert retry_delay("PATCH", 1) is None
     assert retry_delay("POST", 1, sent=False) == 0.5
     assert retry_delay("POST", 1, 503, sent=False) is None
+
+
+def test_a_write_whose_answer_was_lost_is_repeated_when_a_repeat_finds_it_done():
+    assert retry_delay("PATCH", 1, repeatable=True) == 0.5
+    assert retry_delay("PATCH", 1, 503, repeatable=True) is None
+    assert repeatable_write("PATCH", "https://k/api/v1/nodes/n1")
+    assert repeatable_write("DELETE", "https://k/api/v1/nodes/n1")
+    assert repeatable_write("POST", "https://k/apis/coordination.k8s.io/v1/namespaces/ns/leases")
+    assert not repeatable_write("POST", "https://k/api/v1/namespaces/ns/pods/web-1/eviction")
+    assert not repeatable_write("POST", "https://k/api/v1/namespaces/ns/events?dryRun=All")
 
 
 def test_only_transient_statuses_are_retried():
@@ -201,3 +212,20 @@ def test_an_unreachable_server_is_named_after_the_first_contact_budget():
         client.version.get_code()
     assert sleeps == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
     assert client.request_count == len(pool.headers) == 7
+
+
+LOST = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset by peer"))
+
+
+def test_a_patch_whose_answer_was_lost_is_sent_again_and_counted():
+    client, pool, sleeps = fake_client(LOST, (200, {"metadata": {"name": "x"}}))
+    client.call_json(client.core.patch_node, "x", {"spec": {"unschedulable": True}})
+    assert (client.request_count, len(pool.headers), sleeps) == (2, 2, [0.5])
+    assert client.retries == {"requests": 1, "lost_answers": 1}
+
+
+def test_an_eviction_whose_answer_was_lost_is_left_to_its_caller():
+    client, pool, _sleeps = fake_client(LOST)
+    with pytest.raises(ConnectionFailed):
+        client.core.create_namespaced_pod_eviction("web-1", "ns", {"metadata": {"name": "web-1"}})
+    assert (client.request_count, client.retries) == (1, {"requests": 0, "lost_answers": 1})

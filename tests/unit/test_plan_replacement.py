@@ -93,6 +93,13 @@ def test_scale_back_waits_while_the_ready_pods_are_at_the_pdb_minimum():
     assert scale_back_step(12, 12, 12, []) == 0
 
 
+def test_a_surge_under_a_pdb_that_allows_no_disruption_scales_back_once_its_replacements_are_ready():
+    # the status asks for every pod until it counts the step: the step is the workload's own count again
+    assert scale_back_step(3, 2, 3, [budget(max_unavailable=0)]) == 1
+    assert scale_back_step(3, 2, 2, [budget(max_unavailable=0)]) == 1, "the one not Ready goes"
+    assert scale_back_step(3, 2, 3, [budget(min_available="100%")]) == 1
+
+
 def test_scale_back_removes_not_ready_replicas_first_without_counting_them_against_the_pdb():
     assert scale_back_step(15, 12, 12, [budget(max_unavailable=1)]) == 3
     assert scale_back_step(15, 12, 13, [budget(max_unavailable=1)]) == 2

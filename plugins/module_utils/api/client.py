@@ -52,17 +52,18 @@ FIRST_CONTACT_BUDGET_SECONDS = 15.0
 
 
 def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent=True,
-                budget=RETRY_BUDGET_SECONDS):
+                budget=RETRY_BUDGET_SECONDS, repeatable=False):
     """Seconds to wait before repeating a request that failed, or None to give up.
 
     Reads are repeated on a transient status or a connection fault; a write
-    only when it never reached the server (``sent`` false: the connection was
-    refused), since a write that failed on the way back may have been applied
-    and its caller decides. ``status`` is None for a connection fault. Backoff
-    is 0.5 s, 1 s, 2 s, ... up to 5 s (a server's longer Retry-After wins),
-    while the delays so far, ``waited``, stay within ``budget``.
+    when it never reached the server (``sent`` false: the connection was
+    refused), or when its answer was lost and it is ``repeatable`` (see
+    repeatable_write); any other write that failed on the way back may have
+    been applied, and its caller decides. ``status`` is None for a connection
+    fault. Backoff is 0.5 s, 1 s, 2 s, ... up to 5 s (a server's longer
+    Retry-After wins), while the delays so far, ``waited``, stay within ``budget``.
     """
-    if method.upper() not in READ_METHODS and (status is not None or sent):
+    if method.upper() not in READ_METHODS and (status is not None or (sent and not repeatable)):
         return None
     if status is not None and status not in TRANSIENT_STATUSES:
         return None
@@ -75,6 +76,16 @@ def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent
         except ValueError:
             pass
     return min(delay, MAX_RETRY_DELAY)
+
+
+def repeatable_write(method, url):
+    """Whether a write whose answer was lost may be sent again as it is. The collection's patches set values or
+    carry the object's resourceVersion, a repeated delete finds the object gone (404) and a repeated create finds
+    it there (409), which their callers take as done. Not an eviction (the pod may be terminating by then: the
+    engine reads it first, so that no pod is evicted twice), nor an Event (named by the server: it would be
+    recorded twice)."""
+    path = url.split("?", 1)[0]
+    return method.upper() != "POST" or not (path.endswith("/eviction") or path.endswith("/events"))
 
 
 def never_sent(exc):
@@ -104,6 +115,8 @@ if k8s_client is not None:
             # Names the collection in the API server's audit log and in API Priority and Fairness' flow matching.
             self.user_agent = USER_AGENT
             self.request_count = 0
+            # Requests sent again after a transient fault, and writes among them whose answer was lost.
+            self.retries = {"requests": 0, "lost_answers": 0}
             self._count_lock = threading.Lock()
             self._first_write_lock = threading.Lock()
             # Called once, just before the first write: the Lease is taken there (engine.lease).
@@ -129,7 +142,7 @@ if k8s_client is not None:
         if LEGACY_GENERATOR:
             def request(self, method, url, query_params=None, headers=None, **kwargs):
                 headers = self._headers(headers)
-                return self._send(method, lambda: super(RetryingApiClient, self).request(
+                return self._send(method, url, lambda: super(RetryingApiClient, self).request(
                     method, url, query_params=query_params, headers=headers, **kwargs))
         else:
             def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
@@ -147,9 +160,9 @@ if k8s_client is not None:
                             http_resp=response, body=response.data.decode("utf-8", "replace"), data=None)
                     return response
 
-                return self._send(method, send_once)
+                return self._send(method, url, send_once)
 
-        def _send(self, method, send_once):
+        def _send(self, method, url, send_once):
             """``send_once()`` counted, retried while transient, the Lease taken before the first write."""
             if method.upper() not in READ_METHODS and self.before_first_write:
                 # Writes from several threads wait here until the first of them has taken the Lease.
@@ -174,12 +187,20 @@ if k8s_client is not None:
                         raise
                 except urllib3.exceptions.HTTPError as exc:
                     budget = RETRY_BUDGET_SECONDS if self.answered else FIRST_CONTACT_BUDGET_SECONDS
-                    delay = retry_delay(method, attempt, waited=waited, sent=not never_sent(exc), budget=budget)
+                    sent = not never_sent(exc)
+                    lost = sent and method.upper() not in READ_METHODS
+                    if lost:
+                        with self._count_lock:
+                            self.retries["lost_answers"] += 1
+                    delay = retry_delay(method, attempt, waited=waited, sent=sent, budget=budget,
+                                        repeatable=lost and repeatable_write(method, url))
                     if delay is None:
                         raise ConnectionFailed(
                             "Cannot reach the API server at %s: %s" % (self.configuration.host, exc))
                 self._sleep(delay)
                 waited += delay
+                with self._count_lock:
+                    self.retries["requests"] += 1
 
 
 def build_configuration(params):
@@ -211,6 +232,9 @@ def build_configuration(params):
         configuration.api_key = {"authorization": "Bearer %s" % params["api_key"]}
         configuration.refresh_api_key_hook = None
     apply_overrides(configuration, params)
+    # urllib3 repeats a request on its own (three times by default), out of sight: RetryingApiClient decides
+    # what may be sent again (retry_delay) and counts it, so urllib3 repeats nothing.
+    configuration.retries = 0
     kubeconfig_refresh = configuration.refresh_api_key_hook
     if kubeconfig_refresh:
         # The kubeconfig loader's token refresh, run before every request,
@@ -268,6 +292,10 @@ class Client:
     def request_count(self):
         return self.api_client.request_count
 
+    @property
+    def retries(self):
+        return dict(self.api_client.retries)
+
     def to_dict(self, obj):
         """The API's own JSON shape (camelCase keys) of a client model object."""
         return self.api_client.sanitize_for_serialization(obj)
@@ -291,6 +319,17 @@ class Client:
         except ApiException as exc:
             if is_not_found(exc):
                 return None
+            raise
+
+    def create_if_absent(self, create, *args, **kwargs):
+        """``create(*args)``; True when it created the object, False when it existed (or a create whose answer
+        was lost had made it)."""
+        try:
+            create(*args, **kwargs)
+            return True
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
             raise
 
     def delete_if_present(self, delete, *args, **kwargs):

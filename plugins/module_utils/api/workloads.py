@@ -89,6 +89,15 @@ def evict_pod(client, pod, delete_options=None):
         "deleteOptions": delete_options or {"preconditions": {"uid": metadata["uid"]}}})
 
 
+def is_removed(client, pod):
+    """Whether ``pod`` is gone or being deleted: read before an eviction or deletion whose answer was lost is
+    asked again, so that no pod is evicted twice."""
+    metadata = pod["metadata"]
+    current = client.read_or_none(client.core.read_namespaced_pod, metadata["name"], metadata["namespace"])
+    return current is None or current["metadata"].get("uid") != metadata["uid"] or \
+        bool(current["metadata"].get("deletionTimestamp"))
+
+
 def pods_informer(client, namespace):
     """An Informer of the pods of a namespace."""
     return Informer(client, client.core.list_namespaced_pod, namespace=namespace)

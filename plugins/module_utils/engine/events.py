@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import MANAGER
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 
@@ -78,5 +78,5 @@ class EventRecorder(EvictionHooks):
         }
         try:
             self.client.call_json(self.client.core.create_namespaced_event, namespace, body)
-        except ApiException:  # an event is a courtesy: lacking RBAC for events must not stop a drain
-            pass
+        except (ApiException, ConnectionFailed):  # an event is a courtesy: lacking RBAC for events, or its
+            pass  # answer lost on the way back, must not stop a drain

@@ -33,6 +33,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     deployment_of,
     evict_pod,
+    is_removed,
     read_workload,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
@@ -242,7 +243,7 @@ class EvictionRun:
         if self.settings.grace_period is not None:
             options["gracePeriodSeconds"] = self.settings.grace_period
         deleting = state.plan.verdict.action == "delete" or self.settings.disable_eviction
-        if state.uncertain and self._already_removed(state):
+        if state.uncertain and is_removed(self.client, state.pod):
             return self._removed(state, deleting)
         state.attempts += 1
         try:
@@ -278,14 +279,6 @@ class EvictionRun:
                 state.detail = message
             return "done"
         return self._removed(state, deleting)
-
-    def _already_removed(self, state):
-        """Whether the pod is gone or being deleted (a request whose answer was lost had been applied)."""
-        metadata = state.pod["metadata"]
-        current = self.client.read_or_none(self.client.core.read_namespaced_pod, metadata["name"],
-                                           metadata["namespace"])
-        return current is None or current["metadata"].get("uid") != metadata["uid"] or \
-            bool(current["metadata"].get("deletionTimestamp"))
 
     def _removed(self, state, deleting):
         """Count the eviction (or deletion) the API server accepted and tell the hooks."""

@@ -17,11 +17,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_message
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import (
+    ApiException,
+    ConnectionFailed,
+    api_message,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     autoscalers_in,
     deployment_of,
     evict_pod,
+    is_removed,
     patch_autoscaler,
     patch_pod,
     patch_workload,
@@ -319,6 +324,11 @@ class Replacing:
                     break
                 try:
                     evict_pod(self.client, pod)
+                except ConnectionFailed:
+                    # Its answer was lost: asked again only if it was not applied, so that it is evicted once.
+                    if not is_removed(self.client, pod):
+                        self.sleep(1)
+                        continue
                 except ApiException as exc:
                     if exc.status == 429:  # a PDB counted differently; wait for the next change
                         self.sleep(1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import select_pods, template_allocatable
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
     WatchExpired,
@@ -68,11 +69,13 @@ class WarmNodes:
         if self.client.read_or_none(self.client.core.read_namespace, self.namespace) is None:
             created.append("Namespace %s" % self.namespace)
             if not check_mode:
-                self.client.core.create_namespace({"metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
+                self.client.create_if_absent(self.client.core.create_namespace,
+                                             {"metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
         if self.client.read_or_none(self.client.scheduling.read_priority_class, class_name) is None:
             created.append("PriorityClass %s" % class_name)
             if not check_mode:
-                self.client.scheduling.create_priority_class(priority_class(class_name, class_value))
+                self.client.create_if_absent(self.client.scheduling.create_priority_class,
+                                             priority_class(class_name, class_value))
         return created
 
     def apply(self, desired, check_mode):
@@ -81,18 +84,31 @@ class WarmNodes:
         current = self.existing(name)
         if current is None:
             if not check_mode:
-                self.client.apps.create_namespaced_deployment(self.namespace, desired)
+                self.client.create_if_absent(self.client.apps.create_namespaced_deployment, self.namespace, desired)
             return "created", None, desired["spec"]["replicas"]
         same_spec = (current["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) == \
             desired["metadata"]["annotations"][PLACEHOLDER_SPEC]
         before = current["spec"].get("replicas")
-        if same_spec and before == desired["spec"]["replicas"]:
+        if self._is(current, desired):
             return "unchanged", before, before
         if not check_mode:
             desired = dict(desired, metadata=dict(desired["metadata"],
                                                   resourceVersion=current["metadata"]["resourceVersion"]))
-            self.client.apps.replace_namespaced_deployment(name, self.namespace, desired)
+            try:
+                self.client.apps.replace_namespaced_deployment(name, self.namespace, desired)
+            except ApiException as exc:
+                # A replace whose answer was lost and that was sent again finds its own change there.
+                if exc.status != 409 or not self._is(self.existing(name), desired):
+                    raise
         return ("scaled" if same_spec else "updated"), before, desired["spec"]["replicas"]
+
+    @staticmethod
+    def _is(current, desired):
+        """Whether the Deployment ``current`` has the spec and replicas of ``desired``."""
+        return current is not None and \
+            (current["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) == \
+            desired["metadata"]["annotations"][PLACEHOLDER_SPEC] and \
+            current["spec"].get("replicas") == desired["spec"]["replicas"]
 
     def placeholders(self):
         return self.client.list_all(self.client.core.list_namespaced_pod, namespace=self.namespace,

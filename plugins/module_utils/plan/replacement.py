@@ -81,10 +81,21 @@ def scale_back_step(replicas, target, ready, budgets):
         ready_after = ready - max(0, step - not_ready)
         if all(budget.others_ready + ready_after >= max(
                 desired_healthy(budget.pdb, budget.others_expected + replicas - step),
-                min(budget.others_ready + ready, desired_healthy(budget.pdb, budget.others_expected + replicas)))
-               for budget in budgets):
+                _while_status_lags(budget, replicas, ready)) for budget in budgets):
             return step
     return 0
+
+
+def _while_status_lags(budget, replicas, ready):
+    """The Ready pods a PDB's status asks for until it counts the step: its desiredHealthy at the count before.
+    Nothing for a PDB that allows no disruption at any count (maxUnavailable 0, minAvailable 100%): its status
+    asks for every pod, which no step down keeps, and a scale back to the workload's own replicas is no
+    disruption of it."""
+    expected = budget.others_expected + replicas
+    before = desired_healthy(budget.pdb, expected)
+    if before >= expected:
+        return 0
+    return min(budget.others_ready + ready, before)
 
 
 def one_may_go(replicas, ready, budgets):

@@ -1,0 +1,80 @@
+"""Through a flaky network (tests/cluster/flaky_proxy.py between the collection and the API server: a share of
+the connections reset, of the answers stalled, and of the answers dropped after the request reached the server),
+a rotation and a drain finish, and nothing is done twice: evictions counted from the API server's own
+apiserver_request_total, restarts from the workloads, moved pods from their uids.
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+from conftest import TEST_LABEL, wait_until
+from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
+from test_rotation_moves_once import RestartWatcher, assert_moved_once, protected_scenario
+
+from flaky_proxy import FlakyProxy
+
+SHARES = {"reset": 0.03, "drop": 0.03, "stall": 0.03}
+
+
+@pytest.fixture
+def flaky(cluster, tmp_path):
+    """(the proxy, a kubeconfig of the test cluster through it)."""
+    with open(cluster.kubeconfig) as handle:
+        config = json.load(handle)
+    server = urllib.parse.urlsplit(config["clusters"][0]["cluster"]["server"])
+    with FlakyProxy(server.hostname, server.port, seed=26, stall_seconds=2, **SHARES) as proxy:
+        config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:%d" % proxy.port
+        path = tmp_path / "flaky-kubeconfig"
+        path.write_text(json.dumps(config))
+        yield proxy, str(path)
+
+
+def test_a_rotation_through_a_flaky_network_moves_each_pod_once(cluster, test_id, flaky, tmp_path):
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    proxy, kubeconfig = flaky
+    proxy.set_rates(reset=0, drop=0, stall=0)
+    scenario = protected_scenario(cluster, test_id)
+    try:
+        zones_before = scenario.zones()
+        evictions_before = eviction_requests(cluster)
+        proxy.set_rates(**SHARES)
+        with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
+            completed = scenario.rotate(str(tmp_path), {"kubeops_kubeconfig": kubeconfig})
+        print("faults:", proxy.stats)
+        assert completed.returncode == 0, completed.stdout[-6000:]
+        assert min(proxy.stats[fault] for fault in SHARES) >= 1, proxy.stats
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["outcome"] == "finished"
+        assert_moved_once(cluster, scenario, watcher, restarts.restarts(),
+                          evictions_since(cluster, evictions_before), report, zones_before)
+    finally:
+        proxy.set_rates(reset=0, drop=0, stall=0)
+        scenario.cleanup()
+
+
+def test_a_drain_through_a_flaky_network_evicts_each_pod_once_and_says_what_it_retried(
+        cluster, namespace, make_nodes, run_play, test_id, flaky):
+    proxy, kubeconfig = flaky
+    proxy.set_rates(reset=0.08, drop=0.08, stall=0.04)
+    old = make_nodes(2, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 12, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, max_unavailable=2))
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 12), 120, "12 web pods")
+    make_nodes(2, prefix="new")
+    before = eviction_requests(cluster)
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        play = run_play([{"kubeops.rotation.evict": {"nodes": old, "timeout": 300}}],
+                        connection={"kubeconfig": kubeconfig})
+    print("faults:", proxy.stats, "retried:", play.steps[0].get("api_retries"))
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert step["summary"]["evicted"] + step["summary"].get("gone", 0) == 12, step["summary"]
+    assert evictions_since(cluster, before) == 12, "each pod evicted once"
+    assert watcher.min_ready["web"] >= 10, "the PDB (maxUnavailable 2) was crossed"
+    assert sum(step["api_retries"].values()) >= 1 and proxy.stats["drop"] >= 1, (step["api_retries"], proxy.stats)

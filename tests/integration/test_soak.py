@@ -1,0 +1,28 @@
+"""The kill-and-resume soak (tests/soak/kill_and_resume.py) in a small seeded form: two rotations of the
+protected workloads, each SIGKILLed at a seeded moment (once or twice) and run again to the end, and every
+invariant read from the cluster. The long form, at least 30 runs, is one command (see the soak's docstring).
+
+Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "soak"))
+from kill_and_resume import soak, table  # noqa: E402
+
+# One rotation of the small form takes about this long on these machines: the kills fall within it.
+SMALL_ROTATION_SECONDS = 60
+
+
+def test_rotations_killed_at_seeded_moments_and_run_again_keep_every_invariant(cluster, tmp_path):
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    records = soak(cluster, seed=26, runs=2, scale=1, expected_seconds=SMALL_ROTATION_SECONDS,
+                   work_dir=str(tmp_path), report=lambda line: None)
+    assert len(records) == 2 and all(record["kills"] for record in records)
+    assert not any(record["violations"] for record in records), table(records)

@@ -1,0 +1,277 @@
+"""Kill-and-resume soak of rotate_nodes: seeded, reproducible, bounded in time.
+
+Each run builds a scenario in a namespace of its own (old nodes over two zones, two nodes that stay, and the
+workloads that matter: do-not-disrupt Deployments and a StatefulSet, a single replica, PDBs at zero and at one, a
+zone spread, plain pods), starts a rotation, SIGKILLs it (its whole process group, as AWX cancels a job) at a
+random moment, once or twice, runs it again to the end, and then checks from the cluster:
+
+- every pod of a rotated node moved exactly once (its uid is gone, and no pod created meanwhile went again);
+- no pod of a staying node moved;
+- no workload below its PDB at any sample (a watcher of every pod), none restarted (restartedAt);
+- nothing left behind: surge marks, steering and rotating taints and labels, warm placeholders, a held Lease;
+- every rotated node retired.
+
+It prints a table of the kill points (the step the Lease's progress line named, and seconds into the run) and
+the invariants. The long form (the issue's: at least 30 runs, some killed twice):
+
+    .venv/bin/python tests/soak/kill_and_resume.py --runs 30 --seed 1
+
+starts a local control plane with the test provisioner (or uses --kubeconfig with KUBEOPS_TEST_PROVISIONER=1's
+provisioner running), first times one rotation without a kill, and kills each run within that time. The test
+suite runs a small seeded form (tests/integration/test_soak.py). Needs `make venv cluster-bin collection`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
+
+from ansible_run import run_collection_playbook  # noqa: E402
+from conftest import Cluster, delete_pool_nodes, local_control_plane, wait_until  # noqa: E402
+from kube import DisruptionWatcher, deployment, pdb, stateful_set, surge_leftovers  # noqa: E402
+from test_rotation_moves_once import DO_NOT_DISRUPT, ZONE, RestartWatcher, Scenario  # noqa: E402
+
+from fakenodes import fake_node  # noqa: E402
+
+LEASE = ("kube-system", "kubeops-rotation")
+PROGRESS = "kubeops.io/progress"
+LEFT_KEYS = ("kubeops.io/rebalancing", "kubeops.io/rotating")
+WARM_SET_LABEL = "kubeops.io/warm-set"
+INVARIANTS = ("moved_once", "staying_stayed", "within_pdbs", "no_restart", "nothing_left", "all_retired")
+
+
+class SoakScenario(Scenario):
+    """The protected workloads over old nodes in two zones and two nodes of a pool that stays."""
+
+    def __init__(self, cluster, run_id, scale):
+        super().__init__(cluster, run_id, {"zone-a": 2 * scale, "zone-b": 2 * scale}, batch_size="2")
+        self.staying = ["%s-stay-%d" % (run_id, index) for index in range(2)]
+        # the staying pool too, so that some pods start on nodes that stay
+        self.pod_pools.append(run_id + "-stay")
+        self.scale = scale
+        self.pdb_floor = {}
+
+    def create_nodes(self):
+        for index, name in enumerate(self.staying):
+            self.cluster.core.create_node(fake_node(name, {"kubeops.io/pool": self.namespace + "-stay",
+                                                           ZONE: ("zone-a", "zone-b")[index % 2]},
+                                                    {"cpu": "4", "memory": "16Gi", "pods": "110"}))
+        super().create_nodes()
+
+    def build(self):
+        scale = self.scale
+        self.create_nodes()
+        guard = deployment("guard", 4 * scale, {}, annotations={DO_NOT_DISRUPT: "true"})
+        db = stateful_set("db", 2, {})
+        db["spec"]["template"]["metadata"]["annotations"][DO_NOT_DISRUPT] = "true"
+        zonal = deployment("zonal", 4 * scale, {})
+        zonal["spec"]["template"]["spec"]["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "zonal"}}}]
+        for kind, manifest, ready in (
+                ("Deployment", guard, 4 * scale), ("StatefulSet", db, 2),
+                ("Deployment", deployment("solo", 1, {}), 1),
+                ("Deployment", deployment("frozen", 2, {}), 2),
+                ("Deployment", zonal, 4 * scale),
+                ("Deployment", deployment("web", 8 * scale, {}), 8 * scale),
+                ("Deployment", deployment("bulk", 40 * scale, {}), 40 * scale)):
+            self.add(kind, manifest, ready)
+        for name, selector, spec, floor in (("solo", "solo", {"min_available": 1}, 1),
+                                            ("frozen", "frozen", {"max_unavailable": 0}, 2),
+                                            ("web", "web", {"max_unavailable": 1}, 8 * scale - 1)):
+            self.cluster.policy.create_namespaced_pod_disruption_budget(
+                self.namespace, pdb(name, {"app": selector}, **spec))
+            self.pdb_floor[name] = floor
+        wait_until(lambda: (self.cluster.policy.read_namespaced_pod_disruption_budget("web", self.namespace)
+                            .status.disruptions_allowed or 0) == 1, 60, "the web PDB to allow one disruption")
+
+    def cleanup(self):
+        super().cleanup()
+        for name in self.staying:
+            try:
+                self.cluster.core.delete_node(name)
+            except Exception:  # pylint: disable=broad-except  # gone already
+                pass
+
+
+def kill_point(cluster, started):
+    """Where the rotation is, from the cluster: the step its Lease's progress line names, and the seconds."""
+    try:
+        lease = cluster.coordination.read_namespaced_lease(LEASE[1], LEASE[0])
+        line = (lease.metadata.annotations or {}).get(PROGRESS) or "(no progress line yet)"
+    except Exception:  # pylint: disable=broad-except  # no Lease yet
+        line = "(before the Lease)"
+    # the line of the module running last: "evicting: 3 of 10 pods gone; ...", "warming: ..."
+    return "%s @%ds" % (line.split(":", 1)[0][:40], time.monotonic() - started)
+
+
+def leftovers(cluster, scenario):
+    """What a finished rotation must not leave behind, in words."""
+    found = list(surge_leftovers(cluster, scenario.namespace))
+    for node in cluster.core.list_node().items:
+        if node.metadata.name not in scenario.staying and node.metadata.name in scenario.old_nodes:
+            continue
+        for taint in node.spec.taints or []:
+            if taint.key in LEFT_KEYS:
+                found.append("node %s keeps taint %s" % (node.metadata.name, taint.key))
+        for key in LEFT_KEYS:
+            if key in (node.metadata.labels or {}):
+                found.append("node %s keeps label %s" % (node.metadata.name, key))
+    found.extend("placeholder Deployment %s/%s" % (item.metadata.namespace, item.metadata.name)
+                 for item in cluster.apps.list_deployment_for_all_namespaces(label_selector=WARM_SET_LABEL).items
+                 if item.spec.replicas)
+    try:
+        lease = cluster.coordination.read_namespaced_lease(LEASE[1], LEASE[0])
+        if lease.spec.holder_identity:
+            found.append("the Lease is still held by %s" % lease.spec.holder_identity)
+    except Exception:  # pylint: disable=broad-except  # no Lease: nothing held
+        pass
+    return found
+
+
+def one_run(cluster, index, rng, expected_seconds, scale, work_dir):
+    """Build, rotate with kills, finish, check. Returns the run's record."""
+    run_id = "s%02d%s" % (index, uuid.uuid4().hex[:4])
+    scenario = SoakScenario(cluster, run_id, scale)
+    record = {"run": index, "kills": [], "violations": {}}
+    try:
+        scenario.build()
+        first = {pod.metadata.uid: pod.spec.node_name for pod in cluster.pods(scenario.namespace)}
+        kills = 2 if rng.random() < 0.3 else 1
+        with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
+            for _kill in range(kills):
+                after = rng.uniform(0.03, 0.97) * expected_seconds
+                started = time.monotonic()
+                process = run_collection_playbook("kubeops.rotation.rotate_nodes", scenario.rotation, work_dir,
+                                                  background=True)
+                while process.poll() is None and time.monotonic() - started < after:
+                    time.sleep(0.2)
+                if process.poll() is None:
+                    record["kills"].append(kill_point(cluster, started))
+                    os.killpg(process.pid, signal.SIGKILL)
+                else:
+                    record["kills"].append("finished before its kill @%ds" % (time.monotonic() - started))
+                process.wait()
+            completed = scenario.rotate(work_dir)
+        record["rerun_rc"] = completed.returncode
+        if completed.returncode != 0:
+            record["violations"]["all_retired"] = "the last run failed: %s" % completed.stdout[-400:]
+        record["violations"].update(violations(cluster, scenario, first, watcher, restarts.restarts()))
+    finally:
+        scenario.cleanup()
+        delete_pool_nodes(cluster)
+    return record
+
+
+def violations(cluster, scenario, first, watcher, restarts):
+    """Invariant -> what broke it, for those that broke."""
+    found = {}
+    now = {pod.metadata.uid: pod.spec.node_name for pod in cluster.pods(scenario.namespace)}
+    rotated = set(scenario.old_nodes)
+    stayed_on_rotated = [uid for uid, node in first.items() if node in rotated and uid in now]
+    if stayed_on_rotated or watcher.churned_pods:
+        found["moved_once"] = "%d pods still on rotated nodes; went again: %s" % (
+            len(stayed_on_rotated), ", ".join(watcher.churned_pods) or "none")
+    moved_from_staying = [uid for uid, node in first.items() if node in scenario.staying and uid not in now]
+    if moved_from_staying:
+        found["staying_stayed"] = "%d pods of staying nodes moved" % len(moved_from_staying)
+    below = {app: watcher.min_ready.get(app) for app, floor in scenario.pdb_floor.items()
+             if watcher.min_ready.get(app, 0) < floor}
+    if below:
+        found["within_pdbs"] = "fewest Ready %s, floors %s" % (below, scenario.pdb_floor)
+    restarted = {key: count for key, count in restarts.items() if count}
+    if restarted:
+        found["no_restart"] = "restarted: %s" % restarted
+    left = leftovers(cluster, scenario)
+    if left:
+        found["nothing_left"] = "; ".join(left)
+    remaining = scenario.remaining_old_nodes()
+    if remaining:
+        found.setdefault("all_retired", "not retired: %s" % ", ".join(remaining))
+    return found
+
+
+def table(records):
+    lines = ["%-4s %-6s %-70s %s" % ("run", "rerun", "kill points", " ".join(INVARIANTS))]
+    for record in records:
+        marks = " ".join(("ok" if name not in record["violations"] else "FAIL").ljust(len(name))
+                         for name in INVARIANTS)
+        lines.append("%-4d %-6s %-70s %s" % (record["run"], "rc=%s" % record.get("rerun_rc"),
+                                            " | ".join(record["kills"])[:70], marks))
+        lines.extend("       %s: %s" % (name, text[:300]) for name, text in sorted(record["violations"].items()))
+    total = sum(len(record["violations"]) for record in records)
+    kills = sum(len(record["kills"]) for record in records)
+    lines.append("%d runs, %d kills (%d runs killed twice), %d invariant violations" % (
+        len(records), kills, sum(1 for record in records if len(record["kills"]) == 2), total))
+    return "\n".join(lines)
+
+
+def calibrate(cluster, scale, work_dir):
+    """Seconds of one rotation of the scenario without a kill."""
+    scenario = SoakScenario(cluster, "s--%s" % uuid.uuid4().hex[:4], scale)
+    try:
+        scenario.build()
+        started = time.monotonic()
+        completed = scenario.rotate(work_dir)
+        if completed.returncode != 0:
+            raise RuntimeError("the rotation without a kill failed: %s" % completed.stdout[-2000:])
+        return time.monotonic() - started
+    finally:
+        scenario.cleanup()
+        delete_pool_nodes(cluster)
+
+
+def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, minutes=None, report=print):
+    """The runs' records; stops starting runs after ``minutes``."""
+    work_dir = work_dir or tempfile.mkdtemp(prefix="kubeops-soak-")
+    expected_seconds = expected_seconds or calibrate(cluster, scale, work_dir)
+    report("one rotation without a kill: %.0f s; kills fall within it" % expected_seconds)
+    rng = random.Random(seed)
+    records = []
+    deadline = time.monotonic() + minutes * 60 if minutes else None
+    for index in range(1, runs + 1):
+        if deadline and time.monotonic() > deadline:
+            report("stopped after %d runs: the %d minutes are up" % (len(records), minutes))
+            break
+        records.append(one_run(cluster, index, rng, expected_seconds, scale, work_dir))
+        report("run %d: kills %s, %s" % (index, records[-1]["kills"], records[-1]["violations"] or "all invariants hold"))
+    return records
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--scale", type=int, default=2, help="workload and node counts (1: 4 old nodes, ~60 pods)")
+    parser.add_argument("--minutes", type=float, default=120, help="start no run after this (default 120)")
+    parser.add_argument("--expected-seconds", type=float, help="skip the timing run: kills fall within this")
+    parser.add_argument("--kubeconfig", help="a cluster of your own with the test provisioner running")
+    parser.add_argument("--json", help="write the records here")
+    args = parser.parse_args(argv)
+    if args.kubeconfig:
+        records = soak(Cluster(args.kubeconfig, "kubectl", True), args.seed, args.runs, args.scale,
+                       args.expected_seconds, minutes=args.minutes)
+    else:
+        with local_control_plane(tempfile.mkdtemp(prefix="kubeops-soak-cluster-")) as (cluster, _state):
+            records = soak(cluster, args.seed, args.runs, args.scale, args.expected_seconds, minutes=args.minutes)
+    print(table(records))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(records, handle, indent=2)
+    return 1 if any(record["violations"] for record in records) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
