@@ -201,8 +201,8 @@ def events_about(cluster, namespace, names):
                                           event.message)
                      for event in sorted(cluster.core.list_namespaced_event(namespace).items,
                                          key=lambda event: str(event.last_timestamp or event.event_time))
-                     if event.involved_object.name in names and event.reason not in ("Scheduled", "Pulled",
-                                                                                      "Created", "Started"))
+                     if event.involved_object.name in names
+                     and event.reason not in ("Scheduled", "Pulled", "Created", "Started"))
 
 
 def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zones_before):

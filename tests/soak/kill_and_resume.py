@@ -131,7 +131,7 @@ def leftovers(cluster, scenario):
                 found.append("node %s keeps label %s" % (node.metadata.name, key))
     found.extend("placeholder Deployment %s/%s" % (item.metadata.namespace, item.metadata.name)
                  for item in cluster.apps.list_deployment_for_all_namespaces(label_selector=WARM_SET_LABEL).items
-                 if item.spec.replicas)
+                 if item.spec.replicas and scenario.rotation["rotate_nodes_id"] in item.metadata.name)
     try:
         lease = cluster.coordination.read_namespaced_lease(LEASE[1], LEASE[0])
         if lease.spec.holder_identity:
@@ -208,8 +208,8 @@ def table(records):
     for record in records:
         marks = " ".join(("ok" if name not in record["violations"] else "FAIL").ljust(len(name))
                          for name in INVARIANTS)
-        lines.append("%-4d %-6s %-70s %s" % (record["run"], "rc=%s" % record.get("rerun_rc"),
-                                            " | ".join(record["kills"])[:70], marks))
+        lines.append("%-4d %-6s %-70s %s" % (
+            record["run"], "rc=%s" % record.get("rerun_rc"), " | ".join(record["kills"])[:70], marks))
         lines.extend("       %s: %s" % (name, text[:300]) for name, text in sorted(record["violations"].items()))
     total = sum(len(record["violations"]) for record in records)
     kills = sum(len(record["kills"]) for record in records)
@@ -251,7 +251,7 @@ def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, min
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--scale", type=int, default=2, help="workload and node counts (1: 4 old nodes, ~60 pods)")

@@ -82,8 +82,8 @@ def why_not_by_recount(room, subject, name):
         return "hostname anti-affinity leaves no node"
     requests = pod_requests(subject)
     if any(room.free[name][resource] + 1e-9 < requests[resource] for resource in RESOURCES):
-        return "no node has room for its requests (%s, %s)" % (amount_text("cpu", requests["cpu"]),
-                                                              amount_text("memory", requests["memory"]))
+        return "no node has room for its requests (%s, %s)" % (
+            amount_text("cpu", requests["cpu"]), amount_text("memory", requests["memory"]))
     for constraint in hard_spread_constraints(subject):
         counts = domain_counts(subject, constraint, room.nodes.values(), room.pods_by_node)
         domain = candidate["metadata"]["labels"].get(constraint.get("topologyKey"))

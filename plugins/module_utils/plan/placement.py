@@ -523,8 +523,8 @@ class Room:
             return "hostname anti-affinity leaves no node"
         if not self._has_room(pod, name):
             requests = self.requests(pod)
-            return "no node has room for its requests (%s, %s)" % (amount_text("cpu", requests["cpu"]),
-                                                                  amount_text("memory", requests["memory"]))
+            return "no node has room for its requests (%s, %s)" % (
+                amount_text("cpu", requests["cpu"]), amount_text("memory", requests["memory"]))
         broken = self._broken_spread(pod, facts, name)
         if broken is not None:
             return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
