@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
 from ansible_run import run_collection_playbook  # noqa: E402
 from conftest import Cluster, delete_pool_nodes, local_control_plane, wait_until  # noqa: E402
 from kube import DisruptionWatcher, deployment, pdb, stateful_set, surge_leftovers  # noqa: E402
-from test_rotation_moves_once import DO_NOT_DISRUPT, ZONE, RestartWatcher, Scenario  # noqa: E402
+from test_rotation_moves_once import DO_NOT_DISRUPT, ZONE, RestartWatcher, Scenario, events_about  # noqa: E402
 
 from fakenodes import fake_node  # noqa: E402
 
@@ -49,7 +49,7 @@ LEASE = ("kube-system", "kubeops-rotation")
 PROGRESS = "kubeops.io/progress"
 LEFT_KEYS = ("kubeops.io/rebalancing", "kubeops.io/rotating")
 WARM_SET_LABEL = "kubeops.io/warm-set"
-INVARIANTS = ("moved_once", "staying_stayed", "within_pdbs", "no_restart", "nothing_left", "all_retired")
+INVARIANTS = ("moved_once", "staying_stayed", "within_pdbs", "no_restart", "nothing_left", "all_retired", "last_run")
 
 
 class SoakScenario(Scenario):
@@ -106,15 +106,34 @@ class SoakScenario(Scenario):
                 pass
 
 
-def kill_point(cluster, started):
-    """Where the rotation is, from the cluster: the step its Lease's progress line names, and the seconds."""
-    try:
-        lease = cluster.coordination.read_namespaced_lease(LEASE[1], LEASE[0])
-        line = (lease.metadata.annotations or {}).get(PROGRESS) or "(no progress line yet)"
-    except Exception:  # pylint: disable=broad-except  # no Lease yet
-        line = "(before the Lease)"
-    # the line of the module running last: "evicting: 3 of 10 pods gone; ...", "warming: ..."
-    return "%s @%ds" % (line.split(":", 1)[0][:40], time.monotonic() - started)
+def kill_point(cluster, scenario, started):
+    """Where the rotation is, read from the cluster just before the kill: its step and the seconds into the run."""
+    old = {node.metadata.name: node for node in cluster.core.list_node().items
+           if node.metadata.name in scenario.old_nodes}
+    retired = len(scenario.old_nodes) - len(old)
+    cordoned = sum(1 for node in old.values() if node.spec.unschedulable)
+    pods = cluster.pods(scenario.namespace)
+    surging = [item.metadata.name for item in cluster.apps.list_namespaced_deployment(
+        scenario.namespace, label_selector="kubeops.io/surging").items]
+    terminating = [pod.metadata.name for pod in pods if pod.metadata.deletion_timestamp]
+    placeholders = [item for item in cluster.apps.list_deployment_for_all_namespaces(
+        label_selector=WARM_SET_LABEL).items if scenario.rotation["rotate_nodes_id"] in item.metadata.name
+        and item.spec.replicas]
+    if surging:
+        step = "surge of " + ", ".join(sorted(surging))
+    elif any(name.startswith("db-") for name in terminating):
+        step = "StatefulSet one at a time"
+    elif terminating:
+        step = "evicting"
+    elif placeholders:
+        step = "warm nodes"
+    elif cordoned > 0:
+        step = "cordoned, retiring" if cordoned > retired else "cordoned"
+    elif retired:
+        step = "between batches"
+    else:
+        step = "before the first cordon"
+    return "%s (retired %d, cordoned %d) @%ds" % (step, retired, cordoned, time.monotonic() - started)
 
 
 def leftovers(cluster, scenario):
@@ -159,16 +178,17 @@ def one_run(cluster, index, rng, expected_seconds, scale, work_dir):
                 while process.poll() is None and time.monotonic() - started < after:
                     time.sleep(0.2)
                 if process.poll() is None:
-                    record["kills"].append(kill_point(cluster, started))
+                    record["kills"].append(kill_point(cluster, scenario, started))
                     os.killpg(process.pid, signal.SIGKILL)
                 else:
                     record["kills"].append("finished before its kill @%ds" % (time.monotonic() - started))
                 process.wait()
             completed = scenario.rotate(work_dir)
         record["rerun_rc"] = completed.returncode
-        if completed.returncode != 0:
-            record["violations"]["all_retired"] = "the last run failed: %s" % completed.stdout[-400:]
         record["violations"].update(violations(cluster, scenario, first, watcher, restarts.restarts()))
+        if completed.returncode != 0:
+            record["violations"]["last_run"] = "failed: %s" % " ".join(
+                line for line in completed.stdout.splitlines() if "FAILED" in line or "fatal" in line)[-600:]
     finally:
         scenario.cleanup()
         delete_pool_nodes(cluster)
@@ -182,8 +202,9 @@ def violations(cluster, scenario, first, watcher, restarts):
     rotated = set(scenario.old_nodes)
     stayed_on_rotated = [uid for uid, node in first.items() if node in rotated and uid in now]
     if stayed_on_rotated or watcher.churned_pods:
-        found["moved_once"] = "%d pods still on rotated nodes; went again: %s" % (
-            len(stayed_on_rotated), ", ".join(watcher.churned_pods) or "none")
+        found["moved_once"] = "%d pods still on rotated nodes; went again: %s (%s)" % (
+            len(stayed_on_rotated), ", ".join(watcher.churned_pods) or "none", events_about(
+                cluster, scenario.namespace, {entry.split(" on ")[0] for entry in watcher.churned_pods}))
     moved_from_staying = [uid for uid, node in first.items() if node in scenario.staying and uid not in now]
     if moved_from_staying:
         found["staying_stayed"] = "%d pods of staying nodes moved" % len(moved_from_staying)

@@ -284,10 +284,11 @@ class Replacing:
             self.put_back(state.workload, record)
             progress.detail = "the surge was undone"
         except (TimedOut, ReplicasTaken) as exc:
-            progress.detail = "the surge could not be undone (%s); the next run of the rotation undoes it" % exc
+            progress.detail = "the surge could not be undone (%s); the next run of the rotation finishes it" % exc
 
     def finish_left_over(self, obj):
-        """A surge a killed run left: back to its recorded replicas, marks removed."""
+        """A surge a killed run left, finished: up to its recorded replicas plus its leaving pods, then back to its
+        recorded replicas without them, marks removed."""
         workload = Workload("Deployment", obj["metadata"]["namespace"], obj["metadata"]["name"])
         progress = WorkloadReplacement(workload, action="finished")
         record = surge_record(obj)
@@ -298,10 +299,15 @@ class Replacing:
         state = _Pods(self, workload, spec)
         leaving = [pod_key(pod) for pod in state.mine() if LEAVING_ANNOTATION in annotations_of(pod)]
         replicas = spec.get("replicas", 1)
-        if replicas < record["replicas"] + len(leaving):
+        try:
+            # Finished, not undone: its replacements stay and its leaving pods (on the nodes it was rotating) go,
+            # so that no pod it made goes again.
+            replicas = self.scale(progress, state, record, replicas, max(replicas, record["replicas"] + len(leaving)),
+                                  leaving)
+            self.scale(progress, state, record, replicas, record["replicas"], leaving)
+        except (TimedOut, ReplicasTaken):
             self.undo(progress, state, record, leaving)
-            return progress
-        self.scale(progress, state, record, replicas, record["replicas"], leaving)
+            raise
         self.put_back(workload, record)
         progress.replaced = sorted(set(leaving) - {pod_key(pod) for pod in state.mine()})
         return progress
