@@ -13,6 +13,7 @@ import socket
 from ansible.module_utils.basic import AnsibleFallbackNotFound, AnsibleModule, missing_required_lib
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import KUBERNETES_IMPORT_ERROR, new_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.controller import exit_with_controller
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, LeaseSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, KubeopsError
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
@@ -101,6 +102,7 @@ def run_module(module, action, settings=lambda params: None):
     error carries. A ``diff`` in the result is kept only under ``--diff``.
     """
     client = None
+    exit_with_controller()
     try:
         typed = settings(module.params)
         lease = lease_settings(module.params["lease"]) if module.params.get("lease") else None

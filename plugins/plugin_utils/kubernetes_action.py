@@ -23,6 +23,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.controller import CONTROLLER_PID_ENV
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS_FILE_ENV
 
 display = Display()
@@ -131,7 +132,9 @@ class KubernetesAction(ActionBase):
             host = (task_vars or {}).get("inventory_hostname", "")
             environment = self._task.environment
             with ProgressShown("%s | %s" % (host, self._task.get_name())) as progress:
-                self._task.environment = list(environment or []) + [{PROGRESS_FILE_ENV: progress.path}]
+                # ansible-playbook (this worker's parent): the module exits when it is killed (engine.controller)
+                self._task.environment = list(environment or []) + [{PROGRESS_FILE_ENV: progress.path,
+                                                                     CONTROLLER_PID_ENV: str(os.getppid())}]
                 try:
                     result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars))
                 finally:
