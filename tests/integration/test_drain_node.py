@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
+from ansible_run import run_collection_playbook
 from conftest import TEST_LABEL, wait_until
-from kube import daemon_set, deployment, pdb, running_pods
+from kube import daemon_set, deployment, eviction_requests, evictions_since, pdb, running_pods
 
 
 def test_playbook_drains_the_node_leaving_only_daemonset_pods(cluster, namespace, make_nodes, run_playbook, test_id):
@@ -45,3 +50,44 @@ def test_failed_drain_leaves_the_node_cordoned_or_uncordons_when_asked(
     assert "The nodes were uncordoned again." in restored.stdout
     assert not cluster.core.read_node(old).spec.unschedulable
     assert len(running_pods(cluster, namespace, "app=db", 1)) == 1
+
+
+def modules_of(controller_pid):
+    """The processes of modules that the ansible-playbook ``controller_pid`` started (they name it)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if ("KUBEOPS_CONTROLLER_PID=%d" % controller_pid).encode() in environ:
+            found.append(int(pid))
+    return found
+
+
+def test_a_killed_drain_stops_its_module_and_evicts_nothing_after(cluster, namespace, make_nodes, test_id,
+                                                                  tmp_path):
+    (old,) = make_nodes(1, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 2, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
+    wait_until(lambda: running_pods(cluster, namespace, "app=db", 2), 60, "the db pods")
+    make_nodes(1, prefix="new")
+    before = eviction_requests(cluster)
+    play = run_collection_playbook("kubeops.rotation.drain_node", {
+        "kubeops_kubeconfig": cluster.kubeconfig, "drain_node_nodes": [old], "drain_node_timeout": 120},
+        str(tmp_path), background=True)
+    try:
+        # ansible-core runs the module in a session of its own: killing the play's group does not reach it
+        wait_until(lambda: cluster.core.read_node(old).spec.unschedulable and modules_of(play.pid), 60,
+                   "the drain's eviction to run")
+        time.sleep(2)
+    finally:
+        os.killpg(play.pid, signal.SIGKILL)
+        play.wait()
+    wait_until(lambda: not modules_of(play.pid), 10, "the module to stop with its play")
+    # Were it still running, it would evict both pods as soon as the PDB allows it.
+    cluster.policy.patch_namespaced_pod_disruption_budget("db", namespace, {"spec": {"maxUnavailable": 2}})
+    time.sleep(5)
+    assert evictions_since(cluster, before) == 0
+    assert len([pod for pod in cluster.pods(namespace, "app=db") if pod.spec.node_name == old]) == 2
