@@ -273,8 +273,13 @@ def test_the_rulebook_runs_the_rebalance_playbook_when_nodes_join(cluster, names
     wait_until(lambda: "Watching nodes" in log(), 180, "ansible-rulebook to start the source:\n%s" % log()[-3000:])
     new = make_nodes(2, prefix="new")
     joined = time.monotonic()
-    wait_until(lambda: all(pods_per_node(cluster, namespace, new).values()) and rebalance_events(cluster, namespace),
-               240, "the rebalance playbook to move pods onto %s:\n%s" % (new, log()[-4000:]))
+    try:
+        wait_until(lambda: all(pods_per_node(cluster, namespace, new).values())
+                   and rebalance_events(cluster, namespace), 240, "the rebalance playbook")
+    except pytest.fail.Exception:
+        # ansible-rulebook's output as it is now, not as it was when the wait began
+        pytest.fail("timed out after 240 s waiting for the rebalance playbook to move pods onto %s:\n%s" % (
+            new, log()[-6000:]))
     elapsed = time.monotonic() - joined
     wait_until(lambda: running_pods(cluster, namespace, "app=web", 8), 120, "8 web pods Ready again")
 
