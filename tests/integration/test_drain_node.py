@@ -85,9 +85,13 @@ def test_a_killed_drain_stops_its_module_and_evicts_nothing_after(cluster, names
     finally:
         os.killpg(play.pid, signal.SIGKILL)
         play.wait()
-    wait_until(lambda: not modules_of(play.pid), 10, "the module to stop with its play")
-    # Were it still running, it would evict both pods as soon as the PDB allows it.
-    cluster.policy.patch_namespaced_pod_disruption_budget("db", namespace, {"spec": {"maxUnavailable": 2}})
-    time.sleep(5)
-    assert evictions_since(cluster, before) == 0
-    assert len([pod for pod in cluster.pods(namespace, "app=db") if pod.spec.node_name == old]) == 2
+    try:
+        wait_until(lambda: not modules_of(play.pid), 10, "the module to stop with its play")
+        # Were it still running, it would evict both pods as soon as the PDB allows it.
+        cluster.policy.patch_namespaced_pod_disruption_budget("db", namespace, {"spec": {"maxUnavailable": 2}})
+        time.sleep(5)
+        assert evictions_since(cluster, before) == 0
+        assert len([pod for pod in cluster.pods(namespace, "app=db") if pod.spec.node_name == old]) == 2
+    finally:
+        # killed, it could not release the cluster's Lease, which would refuse the next tests until it expires
+        cluster.coordination.delete_namespaced_lease("kubeops-rotation", "kube-system")
