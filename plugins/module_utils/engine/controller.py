@@ -47,6 +47,7 @@ def exit_with_controller(environ=None, exit_now=os._exit):
     pid = (environ if environ is not None else os.environ).get(CONTROLLER_PID_ENV)
     if not pid or not pid.isdigit():
         return None
+
     def watch():
         while is_alive(int(pid)):
             time.sleep(CHECK_SECONDS)
