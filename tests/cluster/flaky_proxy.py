@@ -20,6 +20,7 @@ import random
 import socket
 import struct
 import threading
+import time
 
 FAULTS = ("reset", "drop", "stall")
 
@@ -146,9 +147,9 @@ def main(argv=None):
     with FlakyProxy(host, int(port), args.seed, args.reset, args.drop, args.stall, args.stall_seconds,
                     args.port) as proxy:
         print("listening on 127.0.0.1:%d" % proxy.port, flush=True)
-        stop = threading.Event()
         try:
-            while not stop.wait(1):
+            while True:
+                time.sleep(1)
                 if args.stats:
                     with open(args.stats, "w") as handle:
                         json.dump(proxy.stats, handle)

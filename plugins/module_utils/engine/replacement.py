@@ -182,13 +182,7 @@ class Replacing:
                 patch_pod(self.client, workload.namespace, pod["metadata"]["name"], UNMARKED)
         before = {pod["metadata"]["uid"] for pod in state.mine()}
         replicas = spec.get("replicas", 1)
-        try:
-            replicas = self.scale(progress, state, record, replicas, record["replicas"] + len(leaving), leaving)
-            self.scale(progress, state, record, replicas, record["replicas"], leaving)
-        except (TimedOut, ReplicasTaken):
-            self.undo(progress, state, record, leaving)
-            raise
-        self.put_back(workload, record)
+        self.surge_and_put_back(progress, state, record, replicas, record["replicas"] + len(leaving), leaving)
         mine = state.mine()
         progress.replaced = sorted(key for key in leaving if key not in {pod_key(pod) for pod in mine})
         progress.replacements = sorted("%s on %s" % (pod_key(pod), node_of(pod)) for pod in mine
@@ -198,6 +192,17 @@ class Replacing:
             raise Blocked("%s was scaled back but the ReplicaSet kept %s (is the PodDeletionCost feature off?)" % (
                 workload.label, ", ".join(stayed)))
         progress.action = "replaced"
+
+    def surge_and_put_back(self, progress, state, record, replicas, surged, leaving):
+        """From ``replicas`` up to ``surged``, back down to the recorded replicas without the ``leaving`` pods, and
+        the workload put back; undone when a step times out or its replicas were taken."""
+        try:
+            replicas = self.scale(progress, state, record, replicas, surged, leaving)
+            self.scale(progress, state, record, replicas, record["replicas"], leaving)
+        except (TimedOut, ReplicasTaken):
+            self.undo(progress, state, record, leaving)
+            raise
+        self.put_back(state.workload, record)
 
     def rolled_out(self, workload, obj):
         """The Deployment once no rollout of it is under way: a surge scales one ReplicaSet, not two."""
@@ -299,16 +304,10 @@ class Replacing:
         state = _Pods(self, workload, spec)
         leaving = [pod_key(pod) for pod in state.mine() if LEAVING_ANNOTATION in annotations_of(pod)]
         replicas = spec.get("replicas", 1)
-        try:
-            # Finished, not undone: its replacements stay and its leaving pods (on the nodes it was rotating) go,
-            # so that no pod it made goes again.
-            replicas = self.scale(progress, state, record, replicas, max(replicas, record["replicas"] + len(leaving)),
-                                  leaving)
-            self.scale(progress, state, record, replicas, record["replicas"], leaving)
-        except (TimedOut, ReplicasTaken):
-            self.undo(progress, state, record, leaving)
-            raise
-        self.put_back(workload, record)
+        # Finished, not undone: its replacements stay and its leaving pods (on the nodes it was rotating) go, so
+        # that no pod it made goes again.
+        self.surge_and_put_back(progress, state, record, replicas,
+                                max(replicas, record["replicas"] + len(leaving)), leaving)
         progress.replaced = sorted(set(leaving) - {pod_key(pod) for pod in state.mine()})
         return progress
 

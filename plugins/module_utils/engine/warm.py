@@ -86,8 +86,7 @@ class WarmNodes:
             if not check_mode:
                 self.client.create_if_absent(self.client.apps.create_namespaced_deployment, self.namespace, desired)
             return "created", None, desired["spec"]["replicas"]
-        same_spec = (current["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) == \
-            desired["metadata"]["annotations"][PLACEHOLDER_SPEC]
+        same_spec = self._same_spec(current, desired)
         before = current["spec"].get("replicas")
         if self._is(current, desired):
             return "unchanged", before, before
@@ -103,11 +102,14 @@ class WarmNodes:
         return ("scaled" if same_spec else "updated"), before, desired["spec"]["replicas"]
 
     @staticmethod
-    def _is(current, desired):
+    def _same_spec(current, desired):
+        """Whether the Deployment ``current`` has the placeholder spec of ``desired``."""
+        return (current["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) == \
+            desired["metadata"]["annotations"][PLACEHOLDER_SPEC]
+
+    def _is(self, current, desired):
         """Whether the Deployment ``current`` has the spec and replicas of ``desired``."""
-        return current is not None and \
-            (current["metadata"].get("annotations") or {}).get(PLACEHOLDER_SPEC) == \
-            desired["metadata"]["annotations"][PLACEHOLDER_SPEC] and \
+        return current is not None and self._same_spec(current, desired) and \
             current["spec"].get("replicas") == desired["spec"]["replicas"]
 
     def placeholders(self):
