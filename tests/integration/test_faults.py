@@ -61,10 +61,12 @@ def test_a_drain_rides_through_a_ten_second_api_server_outage_evicting_each_pod_
             "drain_node_nodes": old, "drain_node_max_in_flight": 1, "drain_node_timeout": 420})
         fault.join()
     assert completed.returncode == 0, completed.stdout[-5000:]
-    # The API server's counters start again at 0 when it restarts: before the outage plus after it.
+    # The API server's counters start again at 0 when it restarts: before the outage plus after it. An eviction
+    # answered between the last read of the counters and the kill is in neither; the drain asks one eviction at a
+    # time, so at most one is missed (seen once in CI: 15).
     evicted = counted["before_outage"].get("201", 0) - evictions_at_start.get("201", 0) + \
         eviction_requests(cluster).get("201", 0)
-    assert evicted == 16, "each pod evicted once: %d successful evictions" % evicted
+    assert 15 <= evicted <= 16, "each pod evicted once: %d successful evictions" % evicted
     assert watcher.min_ready["web"] >= 14, "the PDB (maxUnavailable 2) was crossed"
     assert not [pod for pod in cluster.pods(namespace, "app=web") if pod.spec.node_name in old]
 
