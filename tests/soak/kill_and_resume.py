@@ -11,13 +11,17 @@ random moment, once or twice, runs it again to the end, and then checks from the
 - nothing left behind: surge marks, steering and rotating taints and labels, warm placeholders, a held Lease;
 - every rotated node retired.
 
-It prints a table of the kill points (the step the cluster showed, and seconds into the run) and the
-invariants. The long form (the issue's: at least 30 runs, some killed twice):
+It prints a table of the kill points (the phases the cluster showed, and seconds into the run), the
+invariants, and how many kills fell in each phase. The long form (the issue's: at least 30 runs, some killed
+twice):
 
-    .venv/bin/python tests/soak/kill_and_resume.py --runs 30 --seed 1
+    .venv/bin/python tests/soak/kill_and_resume.py --runs 30 --seed 1 [--aim]
 
 starts a local control plane with the test provisioner (or uses --kubeconfig with KUBEOPS_TEST_PROVISIONER=1's
-provisioner running), first times one rotation without a kill, and kills each run within that time. The test
+provisioner running), first times one rotation without a kill, and kills each run within that time. With
+--aim, each run's first kill waits, after its random moment, for a phase, in turn: warm nodes, a surge, a
+StatefulSet's pod going, an eviction, steering taints, a node just retired, the Lease just renewed, cordoned
+nodes. The test
 suite runs a small seeded form (tests/integration/test_soak.py). Needs `make venv cluster-bin collection`.
 """
 
@@ -48,6 +52,12 @@ from fakenodes import fake_node  # noqa: E402
 LEASE = ("kube-system", "kubeops-rotation")
 LEFT_KEYS = ("kubeops.io/rebalancing", "kubeops.io/rotating")
 WARM_SET_LABEL = "kubeops.io/warm-set"
+STEERING_TAINT = "kubeops.io/rebalancing"
+PHASE_ORDER = ("before the first cordon", "cordoned", "warm nodes", "surge", "StatefulSet one at a time", "evicting",
+               "steering taints", "between batches")
+# What an aimed kill waits for, in turn: every phase of a batch, a node just retired, a Lease just renewed.
+AIMS = ("warm nodes", "surge", "StatefulSet one at a time", "evicting", "steering taints", "retire",
+        "Lease renewal", "cordoned")
 INVARIANTS = ("moved_once", "staying_stayed", "within_pdbs", "no_restart", "nothing_left", "all_retired", "last_run")
 
 
@@ -105,34 +115,54 @@ class SoakScenario(Scenario):
                 pass
 
 
-def kill_point(cluster, scenario, started):
-    """Where the rotation is, read from the cluster just before the kill: its step and the seconds into the run."""
-    old = {node.metadata.name: node for node in cluster.core.list_node().items
-           if node.metadata.name in scenario.old_nodes}
+def observe(cluster, scenario):
+    """What the cluster shows of the rotation now: the phases under way (several can be at once), the old nodes
+    retired and cordoned, and the Lease's last renewal."""
+    nodes = cluster.core.list_node().items
+    old = {node.metadata.name: node for node in nodes if node.metadata.name in scenario.old_nodes}
     retired = len(scenario.old_nodes) - len(old)
     cordoned = sum(1 for node in old.values() if node.spec.unschedulable)
-    pods = cluster.pods(scenario.namespace)
-    surging = [item.metadata.name for item in cluster.apps.list_namespaced_deployment(
-        scenario.namespace, label_selector="kubeops.io/surging").items]
-    terminating = [pod.metadata.name for pod in pods if pod.metadata.deletion_timestamp]
-    placeholders = [item for item in cluster.apps.list_deployment_for_all_namespaces(
-        label_selector=WARM_SET_LABEL).items if scenario.rotation["rotate_nodes_id"] in item.metadata.name
-        and item.spec.replicas]
-    if surging:
-        step = "surge of " + ", ".join(sorted(surging))
-    elif any(name.startswith("db-") for name in terminating):
-        step = "StatefulSet one at a time"
-    elif terminating:
-        step = "evicting"
-    elif placeholders:
-        step = "warm nodes"
-    elif cordoned > 0:
-        step = "cordoned, retiring" if cordoned > retired else "cordoned"
-    elif retired:
-        step = "between batches"
-    else:
-        step = "before the first cordon"
-    return "%s (retired %d, cordoned %d) @%ds" % (step, retired, cordoned, time.monotonic() - started)
+    terminating = [pod.metadata.name for pod in cluster.pods(scenario.namespace) if pod.metadata.deletion_timestamp]
+    phases = set()
+    if cluster.apps.list_namespaced_deployment(scenario.namespace, label_selector="kubeops.io/surging").items:
+        phases.add("surge")
+    if any(name.startswith("db-") for name in terminating):
+        phases.add("StatefulSet one at a time")
+    if terminating:
+        phases.add("evicting")
+    if any(scenario.rotation["rotate_nodes_id"] in item.metadata.name and item.spec.replicas
+           for item in cluster.apps.list_deployment_for_all_namespaces(label_selector=WARM_SET_LABEL).items):
+        phases.add("warm nodes")
+    if any(taint.key == STEERING_TAINT for node in nodes for taint in node.spec.taints or []):
+        phases.add("steering taints")
+    if cordoned:
+        phases.add("cordoned")
+    if not phases:
+        phases.add("between batches" if retired else "before the first cordon")
+    try:
+        lease = cluster.coordination.read_namespaced_lease(LEASE[1], LEASE[0]).spec
+        renewed = lease.renew_time if lease.holder_identity else None
+    except Exception:  # pylint: disable=broad-except  # no Lease yet
+        renewed = None
+    return {"phases": phases, "retired": retired, "cordoned": cordoned, "renewed": renewed}
+
+
+def aim_reached(aim, seen, before):
+    """Whether the cluster just showed the phase a kill is aimed at: a retire or a renewal is a change since the
+    last look, the others a phase under way."""
+    if aim == "retire":
+        return seen["retired"] > before["retired"]
+    if aim == "Lease renewal":
+        return before["renewed"] is not None and seen["renewed"] not in (None, before["renewed"])
+    return aim in seen["phases"]
+
+
+def kill_point(seen, started, aim=None, hit=False):
+    """The kill point in words: the aim (hit or missed), the phases under way, and the seconds into the run."""
+    return "%s%s (retired %d, cordoned %d) @%ds" % (
+        "" if aim is None else "%s%s: " % (aim, "" if hit else " missed"),
+        ", ".join(sorted(seen["phases"], key=PHASE_ORDER.index)), seen["retired"], seen["cordoned"],
+        time.monotonic() - started)
 
 
 def leftovers(cluster, scenario):
@@ -159,8 +189,33 @@ def leftovers(cluster, scenario):
     return found
 
 
-def one_run(cluster, index, rng, expected_seconds, scale, work_dir):
-    """Build, rotate with kills, finish, check. Returns the run's record."""
+def kill_and_see(cluster, scenario, work_dir, rng, expected_seconds, aim=None):
+    """Start the rotation and SIGKILL it (its whole process group, as AWX cancels a job) at a random moment
+    within a rotation's length, or with ``aim``, at the first moment the cluster shows it after a random moment
+    within the first 70 % (so that aimed kills fall in every batch, not only the first), giving up at 1.5 times
+    the length. Returns the kill point."""
+    after = rng.uniform(0.03, 0.7 if aim else 0.97) * expected_seconds
+    started = time.monotonic()
+    process = run_collection_playbook("kubeops.rotation.rotate_nodes", scenario.rotation, work_dir, background=True)
+    while process.poll() is None and time.monotonic() - started < after:
+        time.sleep(0.2)
+    seen = observe(cluster, scenario) if aim else None
+    hit = False
+    while aim and process.poll() is None and time.monotonic() - started < 1.5 * expected_seconds and not hit:
+        time.sleep(0.1)
+        before, seen = seen, observe(cluster, scenario)
+        hit = aim_reached(aim, seen, before)
+    if process.poll() is not None:
+        return "finished before its kill @%ds" % (time.monotonic() - started)
+    point = kill_point(seen if aim else observe(cluster, scenario), started, aim, hit)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return point
+
+
+def one_run(cluster, index, rng, expected_seconds, scale, work_dir, aimed=False):
+    """Build, rotate with kills, finish, check. Returns the run's record. ``aimed``: the first kill waits for a
+    phase of AIMS, in turn by the run's index."""
     run_id = "s%02d%s" % (index, uuid.uuid4().hex[:4])
     scenario = SoakScenario(cluster, run_id, scale)
     record = {"run": index, "kills": [], "violations": {}}
@@ -169,19 +224,9 @@ def one_run(cluster, index, rng, expected_seconds, scale, work_dir):
         first = {pod.metadata.uid: pod.spec.node_name for pod in cluster.pods(scenario.namespace)}
         kills = 2 if rng.random() < 0.3 else 1
         with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
-            for _kill in range(kills):
-                after = rng.uniform(0.03, 0.97) * expected_seconds
-                started = time.monotonic()
-                process = run_collection_playbook("kubeops.rotation.rotate_nodes", scenario.rotation, work_dir,
-                                                  background=True)
-                while process.poll() is None and time.monotonic() - started < after:
-                    time.sleep(0.2)
-                if process.poll() is None:
-                    record["kills"].append(kill_point(cluster, scenario, started))
-                    os.killpg(process.pid, signal.SIGKILL)
-                else:
-                    record["kills"].append("finished before its kill @%ds" % (time.monotonic() - started))
-                process.wait()
+            for kill in range(kills):
+                aim = AIMS[(index - 1) % len(AIMS)] if aimed and kill == 0 else None
+                record["kills"].append(kill_and_see(cluster, scenario, work_dir, rng, expected_seconds, aim))
             completed = scenario.rotate(work_dir)
         record["rerun_rc"] = completed.returncode
         record["violations"].update(violations(cluster, scenario, first, watcher, restarts.restarts()))
@@ -224,17 +269,21 @@ def violations(cluster, scenario, first, watcher, restarts):
 
 
 def table(records):
-    lines = ["%-4s %-6s %-70s %s" % ("run", "rerun", "kill points", " ".join(INVARIANTS))]
+    lines = ["%-4s %-6s %-90s %s" % ("run", "rerun", "kill points", " ".join(INVARIANTS))]
     for record in records:
         marks = " ".join(("ok" if name not in record["violations"] else "FAIL").ljust(len(name))
                          for name in INVARIANTS)
-        lines.append("%-4d %-6s %-70s %s" % (
-            record["run"], "rc=%s" % record.get("rerun_rc"), " | ".join(record["kills"])[:70], marks))
+        lines.append("%-4d %-6s %-90s %s" % (
+            record["run"], "rc=%s" % record.get("rerun_rc"), " | ".join(record["kills"])[:90], marks))
         lines.extend("       %s: %s" % (name, text[:300]) for name, text in sorted(record["violations"].items()))
     total = sum(len(record["violations"]) for record in records)
     kills = sum(len(record["kills"]) for record in records)
     lines.append("%d runs, %d kills (%d runs killed twice), %d invariant violations" % (
         len(records), kills, sum(1 for record in records if len(record["kills"]) == 2), total))
+    lines.append("kills during each phase: " + ", ".join(
+        "%s %d" % (phase, sum(1 for record in records for point in record["kills"]
+                            if phase in point.split(" (retired")[0]))
+        for phase in PHASE_ORDER + ("retire:", "Lease renewal:", "finished before")))
     return "\n".join(lines)
 
 
@@ -253,8 +302,9 @@ def calibrate(cluster, scale, work_dir):
         delete_pool_nodes(cluster)
 
 
-def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, minutes=None, report=print):
-    """The runs' records; stops starting runs after ``minutes``."""
+def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, minutes=None, report=print,
+         aimed=False):
+    """The runs' records; stops starting runs after ``minutes``. ``aimed``: see one_run."""
     work_dir = work_dir or tempfile.mkdtemp(prefix="kubeops-soak-")
     expected_seconds = expected_seconds or calibrate(cluster, scale, work_dir)
     report("one rotation without a kill: %.0f s; kills fall within it" % expected_seconds)
@@ -265,7 +315,7 @@ def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, min
         if deadline and time.monotonic() > deadline:
             report("stopped after %d runs: the %d minutes are up" % (len(records), minutes))
             break
-        records.append(one_run(cluster, index, rng, expected_seconds, scale, work_dir))
+        records.append(one_run(cluster, index, rng, expected_seconds, scale, work_dir, aimed))
         report("run %d: kills %s, %s" % (index, records[-1]["kills"], records[-1]["violations"] or "all invariants hold"))
     return records
 
@@ -278,14 +328,16 @@ def main(argv=None):
     parser.add_argument("--minutes", type=float, default=120, help="start no run after this (default 120)")
     parser.add_argument("--expected-seconds", type=float, help="skip the timing run: kills fall within this")
     parser.add_argument("--kubeconfig", help="a cluster of your own with the test provisioner running")
+    parser.add_argument("--aim", action="store_true",
+                        help="each run's first kill waits for a phase (%s), in turn" % ", ".join(AIMS))
     parser.add_argument("--json", help="write the records here")
     args = parser.parse_args(argv)
     if args.kubeconfig:
         records = soak(Cluster(args.kubeconfig, "kubectl", True), args.seed, args.runs, args.scale,
-                       args.expected_seconds, minutes=args.minutes)
+                       args.expected_seconds, minutes=args.minutes, aimed=args.aim)
     else:
         with local_control_plane(tempfile.mkdtemp(prefix="kubeops-soak-cluster-")) as (cluster, _state):
-            records = soak(cluster, args.seed, args.runs, args.scale, args.expected_seconds, minutes=args.minutes)
+            records = soak(cluster, args.seed, args.runs, args.scale, args.expected_seconds, minutes=args.minutes, aimed=args.aim)
     print(table(records))
     if args.json:
         with open(args.json, "w") as handle:
