@@ -44,6 +44,19 @@ seealso:
 options:
   strategies:
     description:
+      - V(node_taints) moves pods off nodes that carry a NoSchedule taint they
+        do not tolerate (a taint added after they landed; the Descheduler's
+        RemovePodsViolatingNodeTaints). Taints of a cordon and this
+        collection's own (C(kubeops.io/...)) do not count; NoExecute is left to
+        Kubernetes, which evicts such pods itself.
+      - V(node_affinity) moves pods whose node no longer satisfies their
+        nodeSelector or required node affinity (a label changed after they
+        landed), and pods with a preferred node affinity to a node they fit on
+        that satisfies it with a higher weight, if there is one (the
+        Descheduler's RemovePodsViolatingNodeAffinity, both types).
+      - Each pod these two move goes to a node that accepts it, the one with
+        the fewest pods of its owner first; one that no node takes is in
+        RV(stuck) (not for a preferred affinity, which is no violation).
       - V(topology_spread) moves pods that break their own DoNotSchedule
         topologySpreadConstraints (any topology key), from the most to the
         least populated domains.
@@ -55,11 +68,12 @@ options:
         most used of cpu, memory and pods, in percent of allocatable) are more
         than O(utilization_deviation) points above the average, to nodes as
         far below it, never filling a receiver above the average.
-      - They apply in the order topology_spread, duplicates, utilization;
-        later ones never break what earlier ones evened out.
+      - They apply in the order node_taints, node_affinity, topology_spread,
+        duplicates, utilization; later ones never break what earlier ones
+        fixed or evened out.
     type: list
     elements: str
-    choices: [topology_spread, duplicates, utilization]
+    choices: [node_taints, node_affinity, topology_spread, duplicates, utilization]
     default: [topology_spread, duplicates]
   node_selector:
     description:
@@ -182,6 +196,13 @@ EXAMPLES = r"""
 - name: Print the plan
   ansible.builtin.debug:
     var: rebalance_plan.summary
+
+- name: Move the pods a new taint or a changed label no longer lets run where they are
+  kubeops.rotation.rebalance:
+    strategies: [node_taints, node_affinity]
+  register: rules_fixed
+  failed_when: rules_fixed.violations_after is defined and
+    (rules_fixed.violations_after.values() | map('length') | sum) > 0
 """
 
 RETURN = r"""
@@ -291,6 +312,23 @@ skew_predicted:
                                           zones: {zone-a: 2, zone-b: 2}, zone_skew: 0}},
            max_skew: 1, max_zone_skew: 0, constraints: [], utilization: {node-1: 60.0, node-2: 40.0, node-4: 35.0},
            utilization_spread: 25.0}
+violations_before:
+  description: >-
+    For each of the strategies V(node_taints) and V(node_affinity) in the pass, the selected pods that break its rule
+    where they run (pod -> the node, and for a taint the taint); the required node affinity only.
+  returned: always
+  type: dict
+  sample: {node_taints: {shop/web-7d9f-x2k4p: "node-3: dedicated=gpu:NoSchedule"}, node_affinity: {}}
+violations_predicted:
+  description: The same as RV(violations_before), as the plan predicts it after the moves.
+  returned: always
+  type: dict
+  sample: {node_taints: {}, node_affinity: {}}
+violations_after:
+  description: The same as RV(violations_before), measured on the cluster after the pass.
+  returned: when moves were planned, not in check mode
+  type: dict
+  sample: {node_taints: {}, node_affinity: {}}
 skew_after:
   description: The same as RV(skew_before), measured on the cluster after the pass.
   returned: when moves were planned, not in check mode
@@ -372,11 +410,14 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import RebalanceSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
+    STRATEGY_NAMES,
+    RebalanceSettings,
+)
 
 REBALANCE_ARGUMENT_SPEC = dict(
     LEASE_ARGUMENT_SPEC,
-    strategies=dict(type="list", elements="str", choices=["topology_spread", "duplicates", "utilization"],
+    strategies=dict(type="list", elements="str", choices=list(STRATEGY_NAMES),
                     default=["topology_spread", "duplicates"]),
     node_selector=dict(type="str"),
     namespaces=dict(type="list", elements="str"),

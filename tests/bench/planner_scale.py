@@ -91,11 +91,12 @@ def make_pod(name, namespace, node, labels, owner_kind, owner_name, cpu="100m", 
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def build_cluster(node_count, occupied, skew_every, seed=13):
+def build_cluster(node_count, occupied, skew_every, spread_every=3, seed=13):
     """Nodes, pods, PDBs, ReplicaSet owners and replicas of a synthetic cluster (see the module's docstring).
 
-    ``occupied`` is the share of the nodes that run the Deployments' pods; every ``skew_every``-th
-    spread Deployment is piled on its first zone (0: none is)."""
+    ``occupied`` is the share of the nodes that run the Deployments' pods; every ``spread_every``-th
+    Deployment has a zone spread constraint; every ``skew_every``-th spread Deployment is piled on its first
+    zone (0: none is)."""
     rng = random.Random(seed)
     nodes = [make_node("node-%05d" % index, ZONES[index % len(ZONES)], "v1.35.4") for index in range(node_count)]
     for node in rng.sample(nodes, node_count // 5):
@@ -112,7 +113,7 @@ def build_cluster(node_count, occupied, skew_every, seed=13):
         count = min(REPLICAS, remaining)
         remaining -= count
         app, namespace = "app-%04d" % index, "team-%03d" % (index // 10)
-        spread, anti = index % 3 == 0, index % 20 == 1
+        spread, anti = index % spread_every == 0, index % 20 == 1 and spread_every > 1
         spec = {}
         if spread:
             spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE,
@@ -168,7 +169,7 @@ def touch_every_pod(pods):
     return best / len(pods) * 1e9
 
 
-def measure(node_count, runs):
+def measure(node_count, runs, spread_every=3):
     """One size, in this process: the timings, what was planned, and the peak RSS."""
     expose_checkout_as_collection()
     from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
@@ -183,7 +184,7 @@ def measure(node_count, runs):
     )
 
     result = {"nodes": node_count}
-    cluster = build_cluster(node_count, occupied=1.0, skew_every=0)
+    cluster = build_cluster(node_count, occupied=1.0, skew_every=0, spread_every=spread_every)
     result["pods"] = len(cluster["pods"])
     result["rss_snapshot_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     result["touch_ns_per_pod"] = touch_every_pod(cluster["pods"])
@@ -198,7 +199,7 @@ def measure(node_count, runs):
                           "unplaced": sum(len(batch["unplaced"]) for batch in plan["batches"]),
                           "digest": digest(plan)}
     del cluster, plan
-    cluster = build_cluster(node_count, occupied=0.8, skew_every=10)
+    cluster = build_cluster(node_count, occupied=0.8, skew_every=10, spread_every=spread_every)
     result["rebalance_s"], result["rebalance_cpu_s"], plan = timed(runs, lambda: plan_rebalance(
         cluster["nodes"], cluster["pods"], cluster["owners"], RebalanceSettings()))
     per_strategy = {}
@@ -211,9 +212,10 @@ def measure(node_count, runs):
     return result
 
 
-def run_child(node_count, runs):
+def run_child(node_count, runs, spread_every):
     completed = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(node_count),
-                                "--runs", str(runs)], capture_output=True, text=True, check=False)
+                                "--runs", str(runs), "--spread-every", str(spread_every)],
+                               capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         raise SystemExit("size %d failed:\n%s" % (node_count, completed.stderr))
     return json.loads(completed.stdout)
@@ -254,16 +256,19 @@ def main():
                         help="node counts, comma separated (pods are %d per node)" % PODS_PER_NODE)
     parser.add_argument("--quick", action="store_true", help="the two smallest sizes only")
     parser.add_argument("--runs", type=int, default=3, help="runs per planner and size; the median is reported")
+    parser.add_argument("--spread-every", type=int, default=3,
+                        help="every N-th Deployment has a zone spread constraint (1: all; then none has "
+                             "anti-affinity)")
     parser.add_argument("--json", metavar="PATH", help="also write the results there")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.runs)))
+        print(json.dumps(measure(args.child, args.runs, args.spread_every)))
         return
     sizes = SIZES[:2] if args.quick else tuple(int(size) for size in args.sizes.split(","))
     results = []
     for size in sizes:
-        results.append(run_child(size, args.runs))
+        results.append(run_child(size, args.runs, args.spread_every))
         print("%d nodes: rotation %.3f s, rebalance %.3f s" % (
             size, results[-1]["rotation_s"], results[-1]["rebalance_s"]), file=sys.stderr, flush=True)
     print_table(results)

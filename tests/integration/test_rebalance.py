@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, deployment, pdb, running_pods
+from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
 
 ZONE = "topology.kubernetes.io/zone"
 APPS = ("web", "api", "worker")
@@ -183,3 +183,40 @@ def test_bad_input_fails_before_anything_is_read(run_play):
     result = run_play([{"kubeops.rotation.rebalance": {"max_unavailable_per_owner": "0"}}])
     assert result.rc != 0
     assert "max_unavailable_per_owner must be a count" in result.steps[0]["msg"]
+
+
+def test_a_new_taint_and_a_changed_label_move_exactly_the_pods_that_break_them(
+        cluster, namespace, make_nodes, run_play, test_id):
+    pinned = {TEST_LABEL: test_id}
+    first = make_nodes(2, labels={"tier": "web"}, prefix="first")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 4, dict(pinned, tier="web")))
+    cluster.apps.create_namespaced_deployment(namespace, deployment("plain", 4, pinned))
+    for app in ("web", "plain"):
+        wait_until(lambda app=app: running_pods(cluster, namespace, "app=" + app, 4), 90, "4 %s pods" % app)
+    spare = make_nodes(1, labels={"tier": "web"}, prefix="spare") + make_nodes(1, prefix="untiered")
+    relabelled, tainted = first
+    cluster.core.patch_node(relabelled, {"metadata": {"labels": {"tier": "batch"}}})
+    cluster.core.patch_node(tainted, {"spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}})
+    pods = cluster.pods(namespace)
+    breaking = {pod.metadata.uid for pod in pods if pod.spec.node_name == tainted or
+                (pod.metadata.labels["app"] == "web" and pod.spec.node_name == relabelled)}
+    strategies = {"namespaces": [namespace], "strategies": ["node_taints", "node_affinity"], "timeout": 180}
+
+    checked = run_play([{"kubeops.rotation.rebalance": strategies}], check=True).steps[0]
+    before = checked["violations_before"]
+    assert len(before["node_taints"]) + len(before["node_affinity"]) == len(breaking) >= 1, before
+    assert checked["violations_predicted"] == {"node_taints": {}, "node_affinity": {}}
+
+    evictions_before = eviction_requests(cluster)
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        play = run_play([{"kubeops.rotation.rebalance": strategies}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    moved = {pod.metadata.uid for pod in pods} - uids(cluster, namespace)
+    assert moved == breaking, "exactly the pods that break a rule moved"
+    assert evictions_since(cluster, evictions_before) == len(breaking), "each evicted once"
+    assert step["violations_after"] == {"node_taints": {}, "node_affinity": {}}, step["violations_after"]
+    assert step["back_on_source"] == [] and watcher.max_terminating["web"] <= 1
+    web_nodes = {pod.spec.node_name for pod in cluster.pods(namespace, "app=web")}
+    assert web_nodes == set(spare[:1]), "the only node left with tier=web and no taint: %s" % web_nodes
+    assert steering_taints(cluster, first + spare) == [], "the steering taints are gone"

@@ -280,9 +280,9 @@ def table(records):
     kills = sum(len(record["kills"]) for record in records)
     lines.append("%d runs, %d kills (%d runs killed twice), %d invariant violations" % (
         len(records), kills, sum(1 for record in records if len(record["kills"]) == 2), total))
+    during = [point.split(" (retired")[0] for record in records for point in record["kills"]]
     lines.append("kills during each phase: " + ", ".join(
-        "%s %d" % (phase, sum(1 for record in records for point in record["kills"]
-                            if phase in point.split(" (retired")[0]))
+        "%s %d" % (phase, sum(1 for text in during if phase in text))
         for phase in PHASE_ORDER + ("retire:", "Lease renewal:", "finished before")))
     return "\n".join(lines)
 

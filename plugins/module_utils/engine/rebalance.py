@@ -34,8 +34,15 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.pl
     RebalanceSettings,
     landings,
     plan_rebalance,
+    rule_violations,
+    violations_line,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import in_scope, spread
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import (
+    in_scope,
+    live_pods,
+    selection,
+    spread,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
     is_steered,
     without_steering,
@@ -95,6 +102,8 @@ def rebalance(client, request, check_mode=False):
         "nodes": plan["nodes"],
         "skew_before": plan["before"],
         "skew_predicted": plan["predicted"],
+        "violations_before": plan["violations_before"],
+        "violations_predicted": plan["violations_predicted"],
         "removed_leftover_taints": leftover,
         "summary": plan["summary"],
         "elapsed_seconds": 0.0,
@@ -120,20 +129,25 @@ def rebalance(client, request, check_mode=False):
     evicted = [move for move in plan["moves"] if outcomes[move["pod"]]["outcome"] == "evicted"]
     landed, back = landings(evicted, pods, after_pods, owners)
     landed_by_pod = {move["pod"]: move for move in landed}
+    selected_after = _selected(client, request.pod_selector)
     result.update(
         changed=run.evictions > 0 or bool(leftover),
         moves=[dict(landed_by_pod.get(move["pod"], dict(move, landed_on=None, as_planned=False)),
                     outcome=outcomes[move["pod"]]["outcome"], detail=outcomes[move["pod"]]["detail"])
                for move in plan["moves"]],
         steered_nodes=steered,
-        skew_after=spread(scope, after_pods, owners, settings.options, _selected(client, request.pod_selector)),
+        skew_after=spread(scope, after_pods, owners, settings.options, selected_after),
+        violations_after=rule_violations(scope, selection(live_pods(after_pods, {node_name(node) for node in scope}),
+                                                          settings.options, selected_after), settings.strategies),
         back_on_source=back,
         evictions=summarize_entries(list(outcomes.values())),
         elapsed_seconds=run.elapsed,
         diff=moved_diff((move["pod"], move["from"], (landed_by_pod.get(move["pod"]) or {}).get("landed_on"))
                         for move in evicted),
     )
-    result["summary"] = plan["summary"] + [measured_line(result)]
+    result["summary"] = plan["summary"] + [measured_line(result)] + (
+        [violations_line(result["violations_before"], result["violations_after"], measured=True)]
+        if result["violations_before"] else [])
     if back:
         result["warnings"] = ["%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
             len(back), ", ".join("%(owner)s on %(node)s" % entry for entry in back))]

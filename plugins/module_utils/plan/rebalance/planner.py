@@ -5,9 +5,14 @@
 """A rebalance pass planned without a cluster: which pods to move, from where, to where, and the spread it gives.
 
 Takes a snapshot (nodes, pods, ReplicaSet owners as API JSON) and returns
-plain data; no client, no clock. Three strategies (one file each), applied in this order, all
+plain data; no client, no clock. Five strategies (one file each), applied in this order, all
 placing pods through ``plan.placement.Room`` so that every move is one the
 scheduler's filters would allow:
+
+- ``node_taints``: pods under a NoSchedule taint they do not tolerate;
+- ``node_affinity``: pods whose node no longer satisfies their node
+  selector or required node affinity, and pods another node satisfies
+  better by their preferred node affinity;
 
 - ``topology_spread``: pods that break their own DoNotSchedule topology
   spread constraints (any topology key), moved from the most to the least
@@ -35,18 +40,25 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, in_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance import (
     duplicates,
+    node_affinity,
+    node_taints,
     topology_spread,
     utilization,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import (
     in_scope,
     live_pods,
+    owner_groups,
     selection,
     spread,
 )
 
-STRATEGIES = (("topology_spread", topology_spread), ("duplicates", duplicates), ("utilization", utilization))
+# Rules broken first, then evenness: a pod that must leave its node is placed before the spread is counted.
+STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity), ("topology_spread", topology_spread),
+              ("duplicates", duplicates), ("utilization", utilization))
 STRATEGY_NAMES = tuple(name for name, _strategy in STRATEGIES)
+# The strategies that fix a rule a pod breaks where it runs, each with a ``violations(nodes, pods)``.
+RULE_STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity))
 
 
 def owner_key(pod, replica_set_owners):
@@ -83,6 +95,7 @@ class Planner:
         self.stuck = []
         # Pod key -> why it may not be evicted (None: it may), judged once a strategy wants to move it.
         self._unmovable = {}
+        self._siblings = None
 
     def plan(self):
         for name, strategy in STRATEGIES:
@@ -147,6 +160,32 @@ class Planner:
             self.room.add(pod, source)
         return reasons
 
+    def relocate(self, pod, strategy, reason, candidates=None, first=None, quiet=False):
+        """Move ``pod`` off its node to one of ``candidates`` (default: the nodes whose labels and taints accept
+        it) ordered by ``first(name)`` when given, then the fewest pods of its owner (a move that fixes one
+        rule makes no pile), the most free cpu, the name. A pod no node takes is recorded stuck, unless
+        ``quiet`` (the move would be better, not needed)."""
+        if pod_key(pod) in self.moved:
+            return
+        source = node_of(pod)
+        siblings = self.room.located(self.siblings_of(pod))
+        names = sorted((name for name in (self.room.accepting(pod) if candidates is None else candidates)
+                        if name != source),
+                       key=lambda name: (first(name) if first else 0, siblings.get(name, 0),
+                                         -self.room.free[name]["cpu"], name))
+        reasons = self.try_move([pod], names, strategy, reason)
+        if reasons is not None and not quiet:
+            self.record_stuck(strategy, pod_key(pod), None, reasons or ["no other node accepts it"])
+
+    def siblings_of(self, pod):
+        """The keys of the pods of ``pod``'s owner (just its own for a bare pod)."""
+        if self._siblings is None:
+            self._siblings = {}
+            for members in owner_groups(self.pods, self.replica_set_owners).values():
+                keys = frozenset(pod_key(member) for member in members)
+                self._siblings.update(dict.fromkeys(keys, keys))
+        return self._siblings.get(pod_key(pod), (pod_key(pod),))
+
     def _volume_zone_conflict(self, pod, target):
         """Why a pod's PersistentVolume cannot follow it to ``target`` (bound to another zone), or None."""
         bound = bound_volume(pod, self.claim_zones)
@@ -192,8 +231,23 @@ def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, cla
         "before": spread(scope, pods, replica_set_owners, settings.options, selected),
         "predicted": spread(scope, after, replica_set_owners, settings.options, selected),
     }
+    chosen = [moved_to(pod, destinations[pod_key(pod)]) if pod_key(pod) in destinations else pod
+              for pod in planner.pods]
+    plan["violations_before"] = rule_violations(scope, planner.pods, settings.strategies)
+    plan["violations_predicted"] = rule_violations(scope, chosen, settings.strategies)
     plan["summary"] = summarize(plan)
     return plan
+
+
+def rule_violations(nodes, pods, strategies):
+    """Strategy -> {pod key: where it breaks the rule} for the rule strategies among ``strategies``. Pure."""
+    return {name: module.violations(nodes, pods) for name, module in RULE_STRATEGIES if name in strategies}
+
+
+def violations_line(before, after, measured=False):
+    """"node_taints 3 -> 0, node_affinity 1 -> 0": the pods breaking each rule, before and after."""
+    return "%s: %s." % ("Measured violations" if measured else "Violations", ", ".join(
+        "%s %d -> %d" % (name, len(before[name]), len(after.get(name, {}))) for name in before))
 
 
 def summarize(plan):
@@ -206,10 +260,15 @@ def summarize(plan):
         " (%s)" % ", ".join("%s %d" % item for item in sorted(per_strategy.items())) if per_strategy else "",
         plan["before"]["max_skew"], plan["predicted"]["max_skew"],
         plan["before"]["max_zone_skew"], plan["predicted"]["max_zone_skew"])]
+    if plan["violations_before"]:
+        lines.append(violations_line(plan["violations_before"], plan["violations_predicted"]))
     for move in plan["moves"]:
         lines.append("move %(pod)s (%(owner)s): %(from)s -> %(to)s [%(strategy)s]" % move)
     for entry in plan["stuck"]:
-        lines.append("cannot even out %(target)s (%(strategy)s, skew %(skew)s): %(reason)s" % entry)
+        if entry["skew"] is None:
+            lines.append("cannot move %(target)s (%(strategy)s): %(reason)s" % entry)
+        else:
+            lines.append("cannot even out %(target)s (%(strategy)s, skew %(skew)s): %(reason)s" % entry)
     return lines
 
 

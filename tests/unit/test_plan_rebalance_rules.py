@@ -1,0 +1,82 @@
+"""The rule strategies of a rebalance pass: node_taints and node_affinity (required and preferred)."""
+
+from __future__ import annotations
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
+    RebalanceSettings,
+    plan_rebalance,
+)
+from builders import node, pod
+
+OWNERS = {("ns", "web-rs"): "web", ("ns", "api-rs"): "api"}
+GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+TOLERATES_GPU = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+
+
+def rules(*strategies):
+    return RebalanceSettings(strategies=strategies)
+
+
+def test_pods_under_a_taint_they_do_not_tolerate_move_and_those_that_tolerate_it_stay():
+    nodes = [node("tainted", "a", taints=[GPU_TAINT]), node("n1", "a"), node("n2", "b")]
+    pods = [pod("web-0", "tainted"), pod("web-1", "tainted"),
+            pod("api-0", "tainted", app="api", tolerations=TOLERATES_GPU)]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("node_taints"))
+    assert sorted(move["pod"] for move in plan["moves"]) == ["ns/web-0", "ns/web-1"]
+    assert {move["to"] for move in plan["moves"]} == {"n1", "n2"}, "one web pod on each: no new pile"
+    assert all(move["strategy"] == "node_taints" for move in plan["moves"])
+    assert set(plan["violations_before"]["node_taints"]) == {"ns/web-0", "ns/web-1"}
+    assert plan["violations_predicted"] == {"node_taints": {}}
+    assert "Violations: node_taints 2 -> 0." in plan["summary"]
+
+
+def test_prefer_no_schedule_a_cordon_and_the_collections_own_taints_move_nothing():
+    taints = [{"key": "spot", "effect": "PreferNoSchedule"}, {"key": "kubeops.io/rotating", "effect": "NoSchedule"}]
+    nodes = [node("n0", "a", taints=taints), node("n1", "a")]
+    plan = plan_rebalance(nodes, [pod("web-0", "n0")], OWNERS, rules("node_taints"))
+    assert plan["moves"] == [] and plan["violations_before"] == {"node_taints": {}}
+
+
+def test_a_pod_no_other_node_takes_is_stuck_and_says_why():
+    nodes = [node("tainted", "a", taints=[GPU_TAINT]), node("small", "a", cpu="50m")]
+    plan = plan_rebalance(nodes, [pod("web-0", "tainted")], OWNERS, rules("node_taints"))
+    assert plan["moves"] == []
+    assert plan["stuck"][0]["target"] == "ns/web-0" and "no node has room" in plan["stuck"][0]["reason"]
+    assert plan["violations_predicted"]["node_taints"] == plan["violations_before"]["node_taints"]
+    assert any(line.startswith("cannot move ns/web-0 (node_taints)") for line in plan["summary"])
+
+
+def test_a_pod_whose_node_lost_the_label_it_requires_moves_to_a_node_that_has_it():
+    required = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]}]}}}
+    nodes = [node("relabelled", "a", labels={"tier": "batch"}), node("n1", "a", labels={"tier": "web"}),
+             node("n2", "b", labels={"tier": "batch"})]
+    pods = [pod("web-0", "relabelled", affinity=required),
+            pod("api-0", "relabelled", app="api", nodeSelector={"tier": "batch"})]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("node_affinity"))
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "n1")]
+    assert plan["violations_before"] == {"node_affinity": {"ns/web-0": "relabelled"}}
+    assert plan["violations_predicted"] == {"node_affinity": {}}
+
+
+def test_a_pod_moves_for_its_preferred_affinity_only_to_a_node_that_scores_higher():
+    preferred = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}},
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "size", "operator": "In", "values": ["big"]}]}}]}}
+    nodes = [node("hdd", "a", labels={"disk": "hdd", "size": "big"}), node("ssd", "a", labels={"disk": "ssd"}),
+             node("ssd-full", "a", labels={"disk": "ssd", "size": "big"}, cpu="100m")]
+    pods = [pod("web-0", "hdd", affinity=preferred), pod("api-0", "ssd", app="api", affinity=preferred),
+            pod("api-1", "ssd-full", app="api")]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("node_affinity"))
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "ssd")], \
+        "web-0 scores 1 on hdd and 10 on ssd (11 on ssd-full, which is full); api-0 is best where it is"
+    assert plan["stuck"] == [], "a better node that is full is no violation"
+
+
+def test_a_rule_move_keeps_to_the_other_rules_and_the_later_strategies_see_it_moved():
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    nodes = [node("tainted", "a", taints=[GPU_TAINT]), node("n1", "a"), node("n2", "a")]
+    pods = [pod("web-0", "tainted", affinity=anti), pod("web-1", "n1", affinity=anti)]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("node_taints", "duplicates"))
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "n2")]
