@@ -54,7 +54,12 @@ options:
         landed), and pods with a preferred node affinity to a node they fit on
         that satisfies it with a higher weight, if there is one (the
         Descheduler's RemovePodsViolatingNodeAffinity, both types).
-      - Each pod these two move goes to a node that accepts it, the one with
+      - V(pod_anti_affinity) moves pods that share a node with a pod their
+        required pod anti-affinity on C(kubernetes.io/hostname) excludes (the
+        Descheduler's RemovePodsViolatingInterPodAntiAffinity), all but one of
+        such pods, each to a node where neither its anti-affinity nor that of
+        a pod already there is broken. Other topology keys are not checked.
+      - Each pod these three move goes to a node that accepts it, the one with
         the fewest pods of its owner first; one that no node takes is in
         RV(stuck) (not for a preferred affinity, which is no violation).
       - V(topology_spread) moves pods that break their own DoNotSchedule
@@ -68,12 +73,12 @@ options:
         most used of cpu, memory and pods, in percent of allocatable) are more
         than O(utilization_deviation) points above the average, to nodes as
         far below it, never filling a receiver above the average.
-      - They apply in the order node_taints, node_affinity, topology_spread,
-        duplicates, utilization; later ones never break what earlier ones
-        fixed or evened out.
+      - They apply in the order node_taints, node_affinity, pod_anti_affinity,
+        topology_spread, duplicates, utilization; later ones never break what
+        earlier ones fixed or evened out.
     type: list
     elements: str
-    choices: [node_taints, node_affinity, topology_spread, duplicates, utilization]
+    choices: [node_taints, node_affinity, pod_anti_affinity, topology_spread, duplicates, utilization]
     default: [topology_spread, duplicates]
   node_selector:
     description:
@@ -199,7 +204,7 @@ EXAMPLES = r"""
 
 - name: Move the pods a new taint or a changed label no longer lets run where they are
   kubeops.rotation.rebalance:
-    strategies: [node_taints, node_affinity]
+    strategies: [node_taints, node_affinity, pod_anti_affinity]
   register: rules_fixed
   failed_when: rules_fixed.violations_after is defined and
     (rules_fixed.violations_after.values() | map('length') | sum) > 0
@@ -314,11 +319,13 @@ skew_predicted:
            utilization_spread: 25.0}
 violations_before:
   description: >-
-    For each of the strategies V(node_taints) and V(node_affinity) in the pass, the selected pods that break its rule
-    where they run (pod -> the node, and for a taint the taint); the required node affinity only.
+    For each of the strategies V(node_taints), V(node_affinity) and V(pod_anti_affinity) in the pass, the selected
+    pods that break its rule where they run (pod -> the node, and the taint or the pod it excludes); the required
+    node affinity only.
   returned: always
   type: dict
-  sample: {node_taints: {shop/web-7d9f-x2k4p: "node-3: dedicated=gpu:NoSchedule"}, node_affinity: {}}
+  sample: {node_taints: {shop/web-7d9f-x2k4p: "node-3: dedicated=gpu:NoSchedule"}, node_affinity: {},
+           pod_anti_affinity: {shop/db-1: "node-2: shop/db-0"}}
 violations_predicted:
   description: The same as RV(violations_before), as the plan predicts it after the moves.
   returned: always

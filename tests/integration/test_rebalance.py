@@ -220,3 +220,35 @@ def test_a_new_taint_and_a_changed_label_move_exactly_the_pods_that_break_them(
     web_nodes = {pod.spec.node_name for pod in cluster.pods(namespace, "app=web")}
     assert web_nodes == set(spare[:1]), "the only node left with tier=web and no taint: %s" % web_nodes
     assert steering_taints(cluster, first + spare) == [], "the steering taints are gone"
+
+
+def test_pods_whose_anti_affinity_a_relabelled_neighbour_breaks_move_and_not_back(
+        cluster, namespace, make_nodes, run_play, test_id):
+    pinned = {TEST_LABEL: test_id}
+    first = make_nodes(2, prefix="first")
+    shy = deployment("shy", 2, pinned, spread=True)
+    shy["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"role": "noisy"}}}]}}
+    cluster.apps.create_namespaced_deployment(namespace, shy)
+    cluster.apps.create_namespaced_deployment(namespace, deployment("batch", 2, pinned, spread=True))
+    for app in ("shy", "batch"):
+        wait_until(lambda app=app: running_pods(cluster, namespace, "app=" + app, 2), 90, "2 %s pods" % app)
+    spare = make_nodes(2, prefix="spare")
+    # A label added after the pods landed: the shy pods' anti-affinity now excludes their neighbours.
+    for pod in cluster.pods(namespace, "app=batch"):
+        cluster.core.patch_namespaced_pod(pod.metadata.name, namespace, {"metadata": {"labels": {"role": "noisy"}}})
+    shy_before = {pod.metadata.uid for pod in cluster.pods(namespace, "app=shy")}
+    others_before = uids(cluster, namespace) - shy_before
+    evictions_before = eviction_requests(cluster)
+    play = run_play([{"kubeops.rotation.rebalance": {
+        "namespaces": [namespace], "strategies": ["pod_anti_affinity"], "timeout": 180}}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert len(step["violations_before"]["pod_anti_affinity"]) == 2, step["violations_before"]
+    assert step["violations_after"] == {"pod_anti_affinity": {}}, step["violations_after"]
+    now = uids(cluster, namespace)
+    assert not shy_before & now and others_before <= now, "the two shy pods moved, nothing else"
+    assert evictions_since(cluster, evictions_before) == 2
+    assert {pod.spec.node_name for pod in cluster.pods(namespace, "app=shy")} == set(spare)
+    assert steering_taints(cluster, first + spare) == []

@@ -80,3 +80,29 @@ def test_a_rule_move_keeps_to_the_other_rules_and_the_later_strategies_see_it_mo
     pods = [pod("web-0", "tainted", affinity=anti), pod("web-1", "n1", affinity=anti)]
     plan = plan_rebalance(nodes, pods, OWNERS, rules("node_taints", "duplicates"))
     assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "n2")]
+
+
+ANTI_WEB = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+
+
+def test_of_pods_that_exclude_each_other_on_one_node_all_but_one_move_each_to_a_node_of_its_own():
+    nodes = [node("crowded", "a"), node("n1", "a"), node("n2", "b"), node("n3", "b")]
+    pods = [pod("web-%d" % index, "crowded", affinity=ANTI_WEB) for index in range(3)] + \
+        [pod("web-3", "n1", affinity=ANTI_WEB)]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("pod_anti_affinity"))
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "n2"), ("ns/web-1", "n3")], \
+        "two of the three go, to the nodes without a web pod; n1 has one already"
+    assert set(plan["violations_before"]["pod_anti_affinity"]) == {"ns/web-0", "ns/web-1", "ns/web-2"}
+    assert plan["violations_predicted"] == {"pod_anti_affinity": {}}
+
+
+def test_a_pod_does_not_move_to_a_node_whose_pod_excludes_it():
+    nodes = [node("crowded", "a"), node("guarded", "a"), node("free", "a", cpu="1")]
+    guard = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    pods = [pod("web-0", "crowded", affinity=ANTI_WEB), pod("web-1", "crowded", affinity=ANTI_WEB),
+            pod("api-0", "guarded", app="api", affinity=guard)]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("pod_anti_affinity"))
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "free")], \
+        "guarded has more room, but its api pod's anti-affinity excludes web pods"

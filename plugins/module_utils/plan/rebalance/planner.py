@@ -5,7 +5,7 @@
 """A rebalance pass planned without a cluster: which pods to move, from where, to where, and the spread it gives.
 
 Takes a snapshot (nodes, pods, ReplicaSet owners as API JSON) and returns
-plain data; no client, no clock. Five strategies (one file each), applied in this order, all
+plain data; no client, no clock. Six strategies (one file each), applied in this order, all
 placing pods through ``plan.placement.Room`` so that every move is one the
 scheduler's filters would allow:
 
@@ -13,6 +13,8 @@ scheduler's filters would allow:
 - ``node_affinity``: pods whose node no longer satisfies their node
   selector or required node affinity, and pods another node satisfies
   better by their preferred node affinity;
+- ``pod_anti_affinity``: pods that share a node with a pod their required
+  hostname pod anti-affinity excludes;
 
 - ``topology_spread``: pods that break their own DoNotSchedule topology
   spread constraints (any topology key), moved from the most to the least
@@ -42,6 +44,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance im
     duplicates,
     node_affinity,
     node_taints,
+    pod_anti_affinity,
     topology_spread,
     utilization,
 )
@@ -54,11 +57,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.sp
 )
 
 # Rules broken first, then evenness: a pod that must leave its node is placed before the spread is counted.
-STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity), ("topology_spread", topology_spread),
-              ("duplicates", duplicates), ("utilization", utilization))
+STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity), ("pod_anti_affinity", pod_anti_affinity),
+              ("topology_spread", topology_spread), ("duplicates", duplicates), ("utilization", utilization))
 STRATEGY_NAMES = tuple(name for name, _strategy in STRATEGIES)
 # The strategies that fix a rule a pod breaks where it runs, each with a ``violations(nodes, pods)``.
-RULE_STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity))
+RULE_STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity),
+                   ("pod_anti_affinity", pod_anti_affinity))
 
 
 def owner_key(pod, replica_set_owners):
