@@ -73,12 +73,28 @@ options:
         most used of cpu, memory and pods, in percent of allocatable) are more
         than O(utilization_deviation) points above the average, to nodes as
         far below it, never filling a receiver above the average.
+      - V(compaction) empties the nodes whose utilization (the most used of
+        cpu, memory and pods, in percent of allocatable) is below
+        O(compaction_threshold), the emptiest first, onto the fullest nodes
+        that take their pods, so that an autoscaler (Karpenter's
+        consolidation, a node group's scale-down) can remove them (the
+        Descheduler's HighNodeUtilization). A node is emptied whole or not at
+        all; DaemonSet and static pods stay; a node that received pods is not
+        emptied after, so no pod moves twice. While the pass runs, the nodes
+        it empties carry the steering taint with NoSchedule and the nodes it
+        fills the C(karpenter.sh/do-not-disrupt) and
+        C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotations
+        (those they lacked), so that no autoscaler removes a node being filled.
+        RV(compaction) names the nodes emptied; the pass leaves their removal
+        to the autoscaler.
+      - V(compaction) packs where V(duplicates) and V(utilization) spread; a
+        pass with it and either of them is refused.
       - They apply in the order node_taints, node_affinity, pod_anti_affinity,
-        topology_spread, duplicates, utilization; later ones never break what
-        earlier ones fixed or evened out.
+        topology_spread, duplicates, utilization, compaction; later ones never
+        break what earlier ones fixed or evened out.
     type: list
     elements: str
-    choices: [node_taints, node_affinity, pod_anti_affinity, topology_spread, duplicates, utilization]
+    choices: [node_taints, node_affinity, pod_anti_affinity, topology_spread, duplicates, utilization, compaction]
     default: [topology_spread, duplicates]
   node_selector:
     description:
@@ -116,6 +132,14 @@ options:
         a node a donor (and a receiver) for V(utilization). Between 1 and 99.
     type: int
     default: 20
+  compaction_threshold:
+    description:
+      - Utilization (the most used of cpu, memory and pods, in percent of
+        allocatable) below which V(compaction) empties a node. Between 1 and
+        99.
+    type: int
+    default: 20
+    version_added: 0.3.0
   max_evictions:
     description:
       - Moves the pass may plan in all; the plan stops there and the
@@ -208,6 +232,13 @@ EXAMPLES = r"""
   register: rules_fixed
   failed_when: rules_fixed.violations_after is defined and
     (rules_fixed.violations_after.values() | map('length') | sum) > 0
+
+- name: Empty the nodes used below 30 % for the autoscaler to remove, checking first which ones
+  kubeops.rotation.rebalance:
+    strategies: [compaction]
+    compaction_threshold: 30
+  check_mode: true
+  register: compaction_plan
 """
 
 RETURN = r"""
@@ -361,8 +392,19 @@ evictions:
   returned: when moves were planned, not in check mode
   type: dict
   sample: {evicted: 2}
+compaction:
+  description: >-
+    What V(compaction) empties: its C(threshold), the nodes it C(emptied) (in check mode, would empty), and the
+    nodes that run no pod but DaemonSet and static ones, which an autoscaler may remove, before
+    (C(empty_before)), as predicted (C(empty_predicted)) and, after a real pass, measured (C(empty_after)).
+  returned: when the pass has the strategy compaction
+  type: dict
+  sample: {threshold: 20, emptied: [node-5, node-6], empty_before: [], empty_predicted: [node-5, node-6],
+           empty_after: [node-5, node-6]}
 removed_leftover_taints:
-  description: Nodes whose steering taint, left by an interrupted pass, was removed.
+  description: >-
+    Nodes whose steering taint, or autoscaler annotations a compaction pass added, left by an interrupted pass,
+    were removed.
   returned: always
   type: list
   elements: str
@@ -432,6 +474,7 @@ REBALANCE_ARGUMENT_SPEC = dict(
     pod_selector=dict(type="str"),
     max_skew=dict(type="int", default=1),
     utilization_deviation=dict(type="int", default=20),
+    compaction_threshold=dict(type="int", default=20),
     max_evictions=dict(type="int"),
     max_per_owner=dict(type="int"),
     max_in_flight=dict(type="int"),
@@ -461,13 +504,19 @@ def validated(params):
             raise InvalidInput("%s must be 1 or more, got %s." % (name, params[name]))
     if params["max_evictions"] is not None and params["max_evictions"] < 0:
         raise InvalidInput("max_evictions must be 0 or more, got %s." % params["max_evictions"])
-    if not 0 < params["utilization_deviation"] < 100:
-        raise InvalidInput("utilization_deviation must be between 1 and 99, got %s." % params["utilization_deviation"])
+    for name in ("utilization_deviation", "compaction_threshold"):
+        if not 0 < params[name] < 100:
+            raise InvalidInput("%s must be between 1 and 99, got %s." % (name, params[name]))
+    spreading = sorted({"duplicates", "utilization"} & set(params["strategies"]))
+    if "compaction" in params["strategies"] and spreading:
+        raise InvalidInput("strategies: compaction packs pods where %s spread%s them; run them in passes of their own."
+                           % (" and ".join(spreading), "" if len(spreading) == 2 else "s"))
     if params["max_unavailable_per_owner"] is not None and unavailable_limit_error(params["max_unavailable_per_owner"]):
         raise InvalidInput(unavailable_limit_error(params["max_unavailable_per_owner"]))
     plan = RebalanceSettings(
         strategies=tuple(params["strategies"]), max_skew=params["max_skew"],
-        utilization_deviation=float(params["utilization_deviation"]), max_evictions=params["max_evictions"],
+        utilization_deviation=float(params["utilization_deviation"]),
+        compaction_threshold=float(params["compaction_threshold"]), max_evictions=params["max_evictions"],
         max_per_owner=params["max_per_owner"],
         options=FilterOptions(delete_emptydir_data=params["delete_emptydir_data"],
                               respect_do_not_disrupt=params["respect_do_not_disrupt"],

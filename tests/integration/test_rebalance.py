@@ -252,3 +252,38 @@ def test_pods_whose_anti_affinity_a_relabelled_neighbour_breaks_move_and_not_bac
     assert evictions_since(cluster, evictions_before) == 2
     assert {pod.spec.node_name for pod in cluster.pods(namespace, "app=shy")} == set(spare)
     assert steering_taints(cluster, first + spare) == []
+
+
+def test_compaction_empties_the_little_used_nodes_onto_the_full_ones_and_leaves_no_mark(
+        cluster, namespace, make_nodes, run_play, test_id):
+    pinned = {TEST_LABEL: test_id}
+    low = make_nodes(2, prefix="low")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("small", 2, pinned, spread=True))
+    wait_until(lambda: running_pods(cluster, namespace, "app=small", 2), 90, "2 small pods")
+    full = make_nodes(2, labels={"pool": "full"}, prefix="full")
+    big = deployment("big", 4, dict(pinned, pool="full"))
+    big["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    cluster.apps.create_namespaced_deployment(namespace, big)
+    wait_until(lambda: running_pods(cluster, namespace, "app=big", 4), 90, "4 big pods")
+    small_before = {pod.metadata.uid for pod in cluster.pods(namespace, "app=small")}
+    big_before = {pod.metadata.uid for pod in cluster.pods(namespace, "app=big")}
+    compaction = {"namespaces": [namespace], "node_selector": "%s=%s" % (TEST_LABEL, test_id),
+                  "strategies": ["compaction"], "timeout": 180}
+
+    checked = run_play([{"kubeops.rotation.rebalance": compaction}], check=True).steps[0]
+    assert sorted(checked["compaction"]["emptied"]) == sorted(low), checked["summary"]
+    assert {move["to"] for move in checked["moves"]} == set(full)
+
+    evictions_before = eviction_requests(cluster)
+    play = run_play([{"kubeops.rotation.rebalance": compaction}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert sorted(step["compaction"]["emptied"]) == sorted(low) and set(low) <= set(step["compaction"]["empty_after"])
+    assert not [pod for pod in cluster.pods(namespace) if pod.spec.node_name in low], "the low nodes are empty"
+    now = uids(cluster, namespace)
+    assert not small_before & now and big_before <= now, "the small pods moved, the big ones stayed"
+    assert evictions_since(cluster, evictions_before) == 2, "each moved once"
+    for name in full:
+        annotations = cluster.core.read_node(name).metadata.annotations or {}
+        assert not {"kubeops.io/filled-by-rebalance", "karpenter.sh/do-not-disrupt"} & set(annotations), annotations
+    assert steering_taints(cluster, low + full) == []

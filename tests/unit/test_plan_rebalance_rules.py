@@ -1,7 +1,8 @@
-"""The rule strategies of a rebalance pass: node_taints and node_affinity (required and preferred)."""
+"""The rule strategies of a rebalance pass (node_taints, node_affinity, pod_anti_affinity) and compaction."""
 
 from __future__ import annotations
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.compaction import keep_node_patch
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
     RebalanceSettings,
     plan_rebalance,
@@ -106,3 +107,66 @@ def test_a_pod_does_not_move_to_a_node_whose_pod_excludes_it():
     plan = plan_rebalance(nodes, pods, OWNERS, rules("pod_anti_affinity"))
     assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "free")], \
         "guarded has more room, but its api pod's anti-affinity excludes web pods"
+
+
+def compact(threshold=30.0, **limits):
+    return RebalanceSettings(strategies=("compaction",), compaction_threshold=threshold, **limits)
+
+
+def test_compaction_empties_the_emptiest_nodes_onto_the_fullest_and_names_them():
+    nodes = [node("full", "a"), node("half", "a"), node("low-1", "a"), node("low-2", "a")]
+    pods = [pod("api-%d" % index, "full", app="api", cpu="500m") for index in range(6)] + \
+        [pod("api-%d" % index, "half", app="api", cpu="500m") for index in range(6, 10)] + \
+        [pod("web-0", "low-1", cpu="500m"), pod("web-1", "low-2", cpu="500m"), pod("web-2", "low-2", cpu="500m"),
+         pod("agent-low-1", "low-1", kind="DaemonSet", app="agent")]
+    plan = plan_rebalance(nodes, pods, OWNERS, compact())
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [
+        ("ns/web-0", "full"), ("ns/web-1", "full"), ("ns/web-2", "half")], \
+        "low-1 (12.5 %) first, then low-2 (25 %), the fullest node first; the DaemonSet pod stays"
+    assert plan["compaction"]["emptied"] == ["low-1", "low-2"]
+    assert plan["compaction"]["empty_before"] == [] and plan["compaction"]["empty_predicted"] == ["low-1", "low-2"]
+    assert any(line.startswith("Compaction (below 30%): empties low-1, low-2; nodes an autoscaler may remove 0 -> 2")
+               for line in plan["summary"])
+
+
+def test_a_node_is_emptied_whole_or_not_at_all():
+    nodes = [node("full", "a", cpu="1"), node("low", "a")]
+    pods = [pod("api-0", "full", app="api", cpu="500m"),
+            pod("web-0", "low", cpu="400m"), pod("web-1", "low", cpu="400m")]
+    plan = plan_rebalance(nodes, pods, OWNERS, compact())
+    assert plan["moves"] == [], "only one of low's two pods fits on full: moving it frees no node"
+    assert plan["stuck"] == [{"strategy": "compaction", "target": "low", "skew": None,
+                              "reason": "ns/web-1 fits on no other node"}]
+
+
+def test_a_node_that_received_pods_is_not_emptied_after_and_a_do_not_disrupt_pod_keeps_its_node():
+    nodes = [node("low-1", "a"), node("low-2", "a"), node("kept", "a")]
+    pods = [pod("web-0", "low-1"), pod("web-1", "low-2", cpu="200m"),
+            pod("api-0", "kept", app="api", annotations={"karpenter.sh/do-not-disrupt": "true"})]
+    plan = plan_rebalance(nodes, pods, OWNERS, compact())
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/web-0", "low-2")], \
+        "low-2 is the fullest that takes it, and once it took a pod it is not emptied (no pod moves twice)"
+    assert plan["compaction"]["emptied"] == ["low-1"]
+    assert [entry["target"] for entry in plan["stuck"]] == ["kept"], "a do-not-disrupt pod keeps its node"
+
+
+def test_compaction_keeps_to_max_evictions_for_a_whole_node():
+    nodes = [node("full", "a"), node("low", "a")]
+    pods = [pod("api-0", "full", app="api", cpu="2"), pod("web-0", "low"), pod("web-1", "low")]
+    plan = plan_rebalance(nodes, pods, OWNERS, compact(max_evictions=1))
+    assert plan["moves"] == [] and "max_evictions (1) would be exceeded" in plan["stuck"][0]["reason"]
+
+
+def test_a_node_a_pass_fills_is_kept_from_autoscalers_and_only_what_the_pass_added_is_taken_off():
+    bare = node("n1", "a")
+    kept = keep_node_patch(bare, True)
+    assert kept[0]["op"] == "test" and kept[1]["value"] == {
+        "karpenter.sh/do-not-disrupt": "true", "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true",
+        "kubeops.io/filled-by-rebalance": "cluster-autoscaler.kubernetes.io/scale-down-disabled,"
+                                          "karpenter.sh/do-not-disrupt"}
+    own = node("n2", "a", annotations={"karpenter.sh/do-not-disrupt": "true", "team": "a"})
+    marked = dict(own, metadata=dict(own["metadata"], annotations=keep_node_patch(own, True)[1]["value"]))
+    assert keep_node_patch(marked, True) == [], "kept already"
+    assert keep_node_patch(marked, False)[1]["value"] == {"karpenter.sh/do-not-disrupt": "true", "team": "a"}, \
+        "the node's own do-not-disrupt stays"
+    assert keep_node_patch(own, False) == []

@@ -9,13 +9,17 @@ in the plan carries the taint ``kubeops.io/rebalancing`` (PreferNoSchedule
 by default), so the scheduler puts the replacements on the planned nodes
 rather than back where they came from. The taints are removed when the
 pass ends, fails or times out; a pass killed in between leaves them, and
-the next pass removes them before it plans.
+the next pass removes them before it plans. A compaction pass steers the nodes
+it empties with NoSchedule, whatever the steering asked (a scheduler that spreads
+by default would choose them), and keeps the nodes it fills from autoscalers
+(plan.rebalance.compaction.KEEP_NODE) until it ends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, owners_of_replica_sets
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import moved_diff
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
@@ -30,8 +34,14 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import judge
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.compaction import (
+    empty_nodes,
+    is_kept_by_pass,
+    keep_node_patch,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
     RebalanceSettings,
+    compaction_line,
     landings,
     plan_rebalance,
     rule_violations,
@@ -86,9 +96,10 @@ def rebalance(client, request, check_mode=False):
     nodes, pods = _snapshot(client, request.node_selector)
     if request.node_selector and not nodes:
         raise NotFound("No node matches node_selector %s; nothing was changed." % request.node_selector)
-    leftover = sorted(node_name(node) for node in nodes if is_steered(node))
+    leftover = sorted(node_name(node) for node in nodes if is_steered(node) or is_kept_by_pass(node))
     if leftover and not check_mode:
         set_steering(client, [node for node in nodes if is_steered(node)], None)
+        keep_nodes(client, [node for node in nodes if is_kept_by_pass(node)], False)
     owners = owners_of_replica_sets(client)
     selected = _selected(client, request.pod_selector)
     names = {node_name(node) for node in nodes}
@@ -104,6 +115,7 @@ def rebalance(client, request, check_mode=False):
         "skew_predicted": plan["predicted"],
         "violations_before": plan["violations_before"],
         "violations_predicted": plan["violations_predicted"],
+        **({"compaction": plan["compaction"]} if "compaction" in plan else {}),
         "removed_leftover_taints": leftover,
         "summary": plan["summary"],
         "elapsed_seconds": 0.0,
@@ -115,14 +127,24 @@ def rebalance(client, request, check_mode=False):
     pod_plans = [judge(by_key[move["pod"]], settings.options) for move in plan["moves"]]
     receivers = {move["to"] for move in plan["moves"]}
     steered = [name for name in plan["nodes"] if name not in receivers] if request.steering != "none" else []
+    emptied = set((plan.get("compaction") or {}).get("emptied", ()))
+    kept = sorted(receivers) if emptied else []
+    if emptied and request.steering != "none":
+        steered = sorted(set(steered) | emptied)
     run = EvictionRun(client, request.eviction, hooks=[EventRecorder(client, request.eviction.reason)])
     try:
         # Leftover taints were taken off above: those nodes as listed before would look steered already.
         current = client.list_all(client.core.list_node) if leftover else nodes
-        set_steering(client, [node for node in current if node_name(node) in set(steered)], request.steering)
+        keep_nodes(client, [node for node in current if node_name(node) in kept], True)
+        for effect, names in (("NoSchedule", emptied), (request.steering, set(steered) - emptied)):
+            set_steering(client, [node for node in current if node_name(node) in names and node_name(node)
+                                  in steered], effect)
         states = run.run(pod_plans)
     finally:
         clear_steering(client, steered)
+        if kept:
+            keep_nodes(client, [node for node in client.list_all(client.core.list_node)
+                                if node_name(node) in kept], False)
     outcomes = {state.plan.key: state.result() for state in states}
     after_nodes, after_pods = _snapshot(client, request.node_selector)
     scope, _left_out = in_scope(after_nodes)
@@ -148,6 +170,10 @@ def rebalance(client, request, check_mode=False):
     result["summary"] = plan["summary"] + [measured_line(result)] + (
         [violations_line(result["violations_before"], result["violations_after"], measured=True)]
         if result["violations_before"] else [])
+    if "compaction" in result:
+        result["compaction"] = dict(result["compaction"], empty_after=empty_nodes(scope, live_pods(
+            after_pods, {node_name(node) for node in scope})))
+        result["summary"].append(compaction_line(result["compaction"], result["compaction"]["empty_after"]))
     if back:
         result["warnings"] = ["%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
             len(back), ", ".join("%(owner)s on %(node)s" % entry for entry in back))]
@@ -158,6 +184,17 @@ def rebalance(client, request, check_mode=False):
         raise Blocked("%d pod(s) could not be evicted: %s. Rerunning plans again from there." % (
             len(failed), "; ".join("%s: %s" % (state.plan.key, state.detail) for state in failed)), result)
     return result
+
+
+def keep_nodes(client, nodes, keep):
+    """Add the annotations that keep autoscalers from removing ``nodes`` (as listed), or take off those a pass
+    added (``keep`` false); a node deleted meanwhile is left alone."""
+    for node in nodes:
+        try:
+            client.update_node(node, lambda current: (None, keep_node_patch(current, keep)))
+        except ApiException as exc:
+            if not is_not_found(exc):
+                raise
 
 
 def measured_line(result):

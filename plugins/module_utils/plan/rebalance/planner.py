@@ -5,7 +5,7 @@
 """A rebalance pass planned without a cluster: which pods to move, from where, to where, and the spread it gives.
 
 Takes a snapshot (nodes, pods, ReplicaSet owners as API JSON) and returns
-plain data; no client, no clock. Six strategies (one file each), applied in this order, all
+plain data; no client, no clock. Seven strategies (one file each), applied in this order, all
 placing pods through ``plan.placement.Room`` so that every move is one the
 scheduler's filters would allow:
 
@@ -24,7 +24,9 @@ scheduler's filters would allow:
   most ``max_skew``;
 - ``utilization``: nodes whose requests are far above the average (by the
   most used of cpu, memory and pods) give their largest pods to nodes far
-  below it.
+  below it;
+- ``compaction``: nodes used below a threshold are emptied onto the
+  fullest nodes that take their pods, for an autoscaler to remove.
 
 Each move goes to the node that has the fewest pods of the owner (or of
 the constraint) among those the pod fits, so the plan is the fewest moves
@@ -41,6 +43,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, in_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance import (
+    compaction,
     duplicates,
     node_affinity,
     node_taints,
@@ -58,7 +61,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.sp
 
 # Rules broken first, then evenness: a pod that must leave its node is placed before the spread is counted.
 STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity), ("pod_anti_affinity", pod_anti_affinity),
-              ("topology_spread", topology_spread), ("duplicates", duplicates), ("utilization", utilization))
+              ("topology_spread", topology_spread), ("duplicates", duplicates), ("utilization", utilization),
+              ("compaction", compaction))
 STRATEGY_NAMES = tuple(name for name, _strategy in STRATEGIES)
 # The strategies that fix a rule a pod breaks where it runs, each with a ``violations(nodes, pods)``.
 RULE_STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity),
@@ -76,6 +80,7 @@ class RebalanceSettings:
     strategies: tuple = ("topology_spread", "duplicates")
     max_skew: int = 1
     utilization_deviation: float = 20.0
+    compaction_threshold: float = 20.0
     max_evictions: int | None = None
     max_per_owner: int | None = None
     options: FilterOptions = field(default_factory=FilterOptions)
@@ -100,6 +105,8 @@ class Planner:
         # Pod key -> why it may not be evicted (None: it may), judged once a strategy wants to move it.
         self._unmovable = {}
         self._siblings = None
+        # The nodes the compaction strategy empties.
+        self.emptied = []
 
     def plan(self):
         for name, strategy in STRATEGIES:
@@ -116,6 +123,18 @@ class Planner:
         if limits.max_per_owner is not None and self.per_owner.get(owner, 0) >= limits.max_per_owner:
             return "max_per_owner (%d) reached for %s" % (limits.max_per_owner, owner)
         return None
+
+    def budget_spent_by(self, pods):
+        """What ``pods`` moved all together would exceed of max_evictions and max_per_owner, as reasons."""
+        limits, reasons = self.settings, []
+        if limits.max_evictions is not None and len(self.moves) + len(pods) > limits.max_evictions:
+            reasons.append("max_evictions (%d) would be exceeded" % limits.max_evictions)
+        if limits.max_per_owner is not None:
+            owners = [owner_key(pod, self.replica_set_owners) for pod in pods]
+            reasons.extend("max_per_owner (%d) would be exceeded for %s" % (limits.max_per_owner, owner)
+                           for owner in sorted(set(owners), key=str)
+                           if self.per_owner.get(owner, 0) + owners.count(owner) > limits.max_per_owner)
+        return reasons
 
     def unmovable(self, pod):
         """Why ``pod`` may not be evicted, or None; only the selected pods are judged."""
@@ -156,7 +175,7 @@ class Planner:
             for target in targets:
                 if target == source:
                     continue
-                why = self._volume_zone_conflict(pod, target) or self.room.why_not(pod, target)
+                why = self.why_not_move(pod, target)
                 if why is None:
                     self._record(pod, source, target, strategy, reason)
                     return None
@@ -190,6 +209,10 @@ class Planner:
                 self._siblings.update(dict.fromkeys(keys, keys))
         return self._siblings.get(pod_key(pod), (pod_key(pod),))
 
+    def why_not_move(self, pod, target):
+        """None when ``pod``, taken off its node, may go to node ``target``; otherwise why not."""
+        return self._volume_zone_conflict(pod, target) or self.room.why_not(pod, target)
+
     def _volume_zone_conflict(self, pod, target):
         """Why a pod's PersistentVolume cannot follow it to ``target`` (bound to another zone), or None."""
         bound = bound_volume(pod, self.claim_zones)
@@ -199,6 +222,10 @@ class Planner:
 
     def _record(self, pod, source, target, strategy, reason):
         self.room.add(moved_to(pod, target), target)
+        self.note_move(pod, source, target, strategy, reason)
+
+    def note_move(self, pod, source, target, strategy, reason):
+        """Records a move the Room already shows."""
         owner = owner_key(pod, self.replica_set_owners)
         self.moved.add(pod_key(pod))
         self.per_owner[owner] = self.per_owner.get(owner, 0) + 1
@@ -239,8 +266,22 @@ def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, cla
               for pod in planner.pods]
     plan["violations_before"] = rule_violations(scope, planner.pods, settings.strategies)
     plan["violations_predicted"] = rule_violations(scope, chosen, settings.strategies)
+    if "compaction" in settings.strategies:
+        names = set(plan["nodes"])
+        plan["compaction"] = {
+            "threshold": settings.compaction_threshold, "emptied": planner.emptied,
+            "empty_before": compaction.empty_nodes(scope, live_pods(pods, names)),
+            "empty_predicted": compaction.empty_nodes(scope, live_pods(after, names))}
     plan["summary"] = summarize(plan)
     return plan
+
+
+def compaction_line(compacted, empty_after=None):
+    """"Compaction: empties n1, n2; nodes with no pod to move 1 -> 3": the nodes an autoscaler may remove."""
+    return "Compaction (below %g%%): %s; nodes an autoscaler may remove %d -> %d%s." % (
+        compacted["threshold"], "empties %s" % ", ".join(compacted["emptied"]) if compacted["emptied"]
+        else "empties no node", len(compacted["empty_before"]), len(compacted["empty_predicted"]),
+        "" if empty_after is None else ", measured %d" % len(empty_after))
 
 
 def rule_violations(nodes, pods, strategies):
@@ -266,6 +307,8 @@ def summarize(plan):
         plan["before"]["max_zone_skew"], plan["predicted"]["max_zone_skew"])]
     if plan["violations_before"]:
         lines.append(violations_line(plan["violations_before"], plan["violations_predicted"]))
+    if "compaction" in plan:
+        lines.append(compaction_line(plan["compaction"]))
     for move in plan["moves"]:
         lines.append("move %(pod)s (%(owner)s): %(from)s -> %(to)s [%(strategy)s]" % move)
     for entry in plan["stuck"]:
