@@ -21,16 +21,30 @@ same state. The scenarios:
                   after a node replacement: the drained pods piled onto the
                   others (3/3/2/2/2 per Deployment) and the new node has none.
                   --quick: 3 nodes (zones a, b, c), 2 Deployments x 6 (3/3).
+  node tainted    3 nodes (zones a, b, c), 3 Deployments x 6 at 2 per node
+                  each, a PDB each (maxUnavailable 1); then the first node is
+                  tainted dedicated=gpu:NoSchedule, which the Deployment "gpu"
+                  tolerates and "web" and "api" do not (4 pods break the
+                  taint), and an empty node (zone a) joins.
+  node relabelled 3 nodes (zones a, b, c) labelled tier=web, 2 Deployments x 6
+                  requiring it (a required node affinity) at 2 per node each,
+                  a PDB each (maxUnavailable 1); then the first node's label
+                  becomes tier=batch (4 pods on a node they no longer match),
+                  and an empty node (zone a, tier=web) joins.
 
 The tools, each run once per scenario and trial:
 
   kubeops rebalance     the playbook kubeops.rotation.rebalance of the installed collection (strategies
-                        duplicates and topology_spread, its steering taint)
+                        duplicates and topology_spread; node_taints on "node tainted", node_affinity on "node
+                        relabelled"; its steering taint)
   rebalance, no taint   the same with rebalance_steering: none, what the steering taint itself is worth
   descheduler, article  the Descheduler with the policy of the Descheduler article (a CronJob every 5
                         minutes, RemoveDuplicates only, the whole cluster; article_policy()) for one pass:
-                        what the CronJob does each time it fires
-  descheduler           the Descheduler with RemoveDuplicates and RemovePodsViolatingTopologySpreadConstraint,
+                        what the CronJob does each time it fires; not on "node tainted" and "node relabelled",
+                        which RemoveDuplicates does not address
+  descheduler           the Descheduler with RemoveDuplicates and RemovePodsViolatingTopologySpreadConstraint
+                        (balance); RemovePodsViolatingNodeTaints on "node tainted", RemovePodsViolatingNodeAffinity
+                        (requiredDuringSchedulingIgnoredDuringExecution) on "node relabelled" (deschedule);
                         limited to the scenario's namespace, and the DefaultEvictor's defaults
 
 The Descheduler is the real binary, pinned in tests/cluster/gobuild/descheduler and
@@ -58,9 +72,17 @@ are those of its User-Agent (kubeops.rotation, the Descheduler's
 descheduler-<version>/...) in the API server's audit log over its run, Events
 excluded, and per pod moved (evicted).
 
+On "node tainted" and "node relabelled" the table has the rules' measures
+instead of the spread's: the pods that break a rule where they run, before and
+after (a NoSchedule taint of their node they do not tolerate, or a nodeSelector
+or required node affinity their node does not match; read from the pods and
+the nodes), and the replacements that landed badly: on a node a pod of the
+same Deployment was evicted from, or on a node where they break a rule.
+
 With --trials above 1, medians. The run fails (exit 1) when a tool failed,
-replicas were not all Ready in the end, or our rebalance evicted nothing or
-left the new node empty on "node replaced". --quick (only "node replaced" at
+replicas were not all Ready in the end, our rebalance evicted nothing or
+left the new node empty on "node replaced", or our rebalance (steered or
+not) left a pod breaking a rule. --quick (only "node replaced" at
 its small size, 1 trial, all tools but "rebalance, no taint", no idle window)
 is a smoke run. Results go to .cache/bench-rebalance.json (--quick
 .cache/bench-rebalance-quick.json), the tools' logs beside it. Run with
@@ -108,11 +130,41 @@ TOOLS = (REBALANCE, ARTICLE, DESCHEDULER, UNSTEERED)
 QUICK_TOOLS = (REBALANCE, ARTICLE, DESCHEDULER)
 TOOL_IDS = {REBALANCE: "rebal", DESCHEDULER: "desched", UNSTEERED: "unsteered", ARTICLE: "article"}
 AGENTS = {REBALANCE: OURS_AGENT, UNSTEERED: OURS_AGENT, DESCHEDULER: DESCHEDULER_AGENT, ARTICLE: DESCHEDULER_AGENT}
+# The article's policy has no plugin for a rule that a taint or a label breaks.
+RULE_TOOLS = (REBALANCE, DESCHEDULER, UNSTEERED)
 SETTLE_TIMEOUT = 180
 NODE_REPLACED = "node replaced"
+TIER_LABEL = "tier"
+GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+# What the tools do where a scenario says nothing: our strategies, and the Descheduler's plugins by extension
+# point with their args (each limited to the scenario's namespace).
+SPREAD_STRATEGIES = ["duplicates", "topology_spread"]
+SPREAD_PLUGINS = {"balance": {"RemoveDuplicates": {}, "RemovePodsViolatingTopologySpreadConstraint": {}}}
+
+
+def match_expressions(labels):
+    """A node selector term's expressions for nodes with ``labels``."""
+    return [{"key": key, "operator": "In", "values": [value]} for key, value in labels.items()]
+
+
+def preferring(labels):
+    """A preferred (soft) node affinity for nodes with ``labels``, such as "on-demand first"."""
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100, "preference": {"matchExpressions": match_expressions(labels)}}]}}
+
+
+def requiring(labels):
+    """A required node affinity for nodes with ``labels``."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": match_expressions(labels)}]}}}
+
+
 # first: the zones of the nodes the pods start on; replaced: how many of the first nodes are drained and deleted
 # once the pods run; added: the zones of the nodes that join before the tool runs, with their capacity;
-# pdb_max_unavailable: a PDB per Deployment.
+# pdb_max_unavailable: a PDB per Deployment; node_labels: on every node of the scenario; pod_spec: what each
+# Deployment's pod template adds; node_change: a patch of the first node once the pods run, before the added nodes
+# join (a taint or a label that breaks a rule of pods on it); strategies, descheduler_plugins, tools: as in
+# SPREAD_STRATEGIES, SPREAD_PLUGINS and TOOLS. All plain data: the results' JSON holds them.
 SCENARIOS = {
     "nodes added": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a", "zone-b", "zone-c"),
                     "added_capacity": None, "apps": {"web": 6, "api": 6, "worker": 6}, "zone_spread": False},
@@ -127,6 +179,21 @@ SCENARIOS = {
     NODE_REPLACED: {"first": ("zone-a", "zone-b", "zone-c") * 2, "replaced": 1, "added": ("zone-a",),
                     "added_capacity": None, "apps": {"web": 12, "api": 12, "worker": 12}, "zone_spread": False,
                     "pdb_max_unavailable": 1},
+    "node tainted": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a",), "added_capacity": None,
+                     "apps": {"web": 6, "api": 6, "gpu": 6}, "zone_spread": False, "pdb_max_unavailable": 1,
+                     "pod_spec": {"gpu": {"tolerations": [dict(GPU_TAINT, operator="Equal")]}},
+                     "node_change": {"spec": {"taints": [GPU_TAINT]}}, "strategies": ["node_taints"],
+                     "descheduler_plugins": {"deschedule": {"RemovePodsViolatingNodeTaints": {}}},
+                     "tools": RULE_TOOLS},
+    "node relabelled": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a",), "added_capacity": None,
+                        "apps": {"web": 6, "api": 6}, "zone_spread": False, "pdb_max_unavailable": 1,
+                        "node_labels": {TIER_LABEL: "web"},
+                        "pod_spec": {app: {"affinity": requiring({TIER_LABEL: "web"})} for app in ("web", "api")},
+                        "node_change": {"metadata": {"labels": {TIER_LABEL: "batch"}}},
+                        "strategies": ["node_affinity"],
+                        "descheduler_plugins": {"deschedule": {"RemovePodsViolatingNodeAffinity": {
+                            "nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution"]}}},
+                        "tools": RULE_TOOLS},
 }
 # --quick: the node replaced at its smallest, 3 nodes and 2 Deployments of 2 pods per node.
 QUICK_SCENARIOS = {
@@ -172,24 +239,20 @@ def article_policy():
     }
 
 
-def descheduler_policy(namespace):
-    """One profile: both balance plugins limited to the scenario's namespace, the DefaultEvictor as shipped."""
+def descheduler_policy(namespace, plugins):
+    """One profile: ``plugins`` ({extension point: {plugin: args}}) limited to the scenario's namespace, the
+    DefaultEvictor as shipped."""
     return {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerPolicy",
         "profiles": [{
             "name": "rebalance",
-            "pluginConfig": [
-                {"name": "DefaultEvictor", "args": {"nodeFit": False}},
-                {"name": "RemoveDuplicates", "args": {"namespaces": {"include": [namespace]}}},
-                {"name": "RemovePodsViolatingTopologySpreadConstraint",
-                 "args": {"namespaces": {"include": [namespace]}}},
-            ],
-            "plugins": {
-                "filter": {"enabled": ["DefaultEvictor"]},
-                "preevictionfilter": {"enabled": ["DefaultEvictor"]},
-                "balance": {"enabled": ["RemoveDuplicates", "RemovePodsViolatingTopologySpreadConstraint"]},
-            },
+            "pluginConfig": [{"name": "DefaultEvictor", "args": {"nodeFit": False}}] + [
+                {"name": name, "args": dict(args, namespaces={"include": [namespace]})}
+                for by_name in plugins.values() for name, args in by_name.items()],
+            "plugins": dict({"filter": {"enabled": ["DefaultEvictor"]},
+                             "preevictionfilter": {"enabled": ["DefaultEvictor"]}},
+                            **{point: {"enabled": list(by_name)} for point, by_name in plugins.items()}),
         }],
     }
 
@@ -202,10 +265,10 @@ def zone_spread_deployment(name, replicas, node_selector):
     return manifest
 
 
-def preferring(labels):
-    """A preferred (soft) node affinity for nodes with ``labels``, such as "on-demand first"."""
-    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
-        "matchExpressions": [{"key": key, "operator": "In", "values": [value]} for key, value in labels.items()]}}]}}
+def breaks_rules(spec):
+    """Whether a node changes under the pods of the scenario: the tools are measured by the pods that break their
+    rules, rather than by the spread."""
+    return "node_change" in spec
 
 
 class Scenario:
@@ -226,6 +289,10 @@ class Scenario:
         # The fewest Ready pods each Deployment's PDB allows, when it has one.
         self.pdb_min_ready = {} if max_unavailable is None else {
             app: replicas - max_unavailable for app, replicas in spec["apps"].items()}
+        self.breaks_rules = breaks_rules(spec)
+        self.changed_node = next(iter(self.first_nodes)) if self.breaks_rules else None
+        self.strategies = spec.get("strategies", SPREAD_STRATEGIES)
+        self.descheduler_plugins = spec.get("descheduler_plugins", SPREAD_PLUGINS)
 
     def skew(self, placement, nodes):
         """Max over Deployments of max minus min pods per node of ``nodes`` (per zone when spread by zone)."""
@@ -253,18 +320,20 @@ class Scenario:
 class Bench(ClusterBench):
     def build(self, scenario):
         """Namespace, first nodes, Deployments evenly spread and Ready, the replaced nodes drained and deleted,
-        then the added nodes."""
+        the first node changed, then the added nodes."""
         namespace = scenario.id
         self.core.create_namespace({"metadata": {"name": namespace}})
         self.wait(lambda: self._service_account(namespace), "the namespace's service account")
         pinned = {BENCH_LABEL: scenario.id}
+        node_labels = dict(pinned, **scenario.spec.get("node_labels", {}))
         preferred = scenario.spec.get("preferred_label")
-        self._create_nodes(scenario.first_nodes, dict(pinned, **(preferred or {})), None)
+        self._create_nodes(scenario.first_nodes, dict(node_labels, **(preferred or {})), None)
         make = zone_spread_deployment if scenario.spec["zone_spread"] else deployment
         for app, replicas in scenario.spec["apps"].items():
             manifest = make(app, replicas, pinned)
             if preferred:
                 manifest["spec"]["template"]["spec"]["affinity"] = preferring(preferred)
+            manifest["spec"]["template"]["spec"].update(scenario.spec.get("pod_spec", {}).get(app, {}))
             self.apps.create_namespaced_deployment(namespace, manifest)
         self.wait(lambda: self.settled(scenario), "the Deployments of %s to be Ready" % namespace)
         first = placement(self.snapshot(namespace))
@@ -278,7 +347,12 @@ class Bench(ClusterBench):
                 app, {"app": app}, max_unavailable=scenario.spec["pdb_max_unavailable"]))
         self.wait(lambda: all(self._pdb_processed(namespace, app) for app in scenario.pdb_min_ready),
                   "the disruption controller to process the PDBs of %s" % namespace)
-        self._create_nodes(scenario.added_nodes, pinned, scenario.spec["added_capacity"])
+        if scenario.changed_node:
+            self.core.patch_node(scenario.changed_node, scenario.spec["node_change"])
+            if not self.breaking_rules(scenario):
+                raise RuntimeError("no pod of %s breaks a rule after the change of %s" % (
+                    namespace, scenario.changed_node))
+        self._create_nodes(scenario.added_nodes, node_labels, scenario.spec["added_capacity"])
 
     def _pdb_processed(self, namespace, name):
         """The disruption controller has computed the PDB's status (the Eviction API answers 429 until it has)."""
@@ -334,6 +408,14 @@ class Bench(ClusterBench):
         return {pod.metadata.uid: (pod.metadata.labels["app"], pod.spec.node_name)
                 for pod in self.pods(namespace) if not pod.metadata.deletion_timestamp}
 
+    def breaking_rules(self, scenario):
+        """The uids of the scenario's pods (not Terminating) that break a rule on the node they run on."""
+        nodes = {node.metadata.name: node for node in self.core.list_node(
+            label_selector="%s=%s" % (BENCH_LABEL, scenario.id)).items}
+        return {pod.metadata.uid for pod in self.pods(scenario.id)
+                if not pod.metadata.deletion_timestamp and pod.spec.node_name in nodes
+                and breaks_rule(pod, nodes[pod.spec.node_name])}
+
     def remove(self, scenario):
         """Delete the scenario and wait until it is gone, so that the next one runs on a cluster without it.
 
@@ -351,7 +433,7 @@ class Bench(ClusterBench):
     def rebalance(self, scenario, log_path, steering="PreferNoSchedule"):
         completed = run_collection_playbook("kubeops.rotation.rebalance", {
             "kubeops_kubeconfig": self.kubeconfig, "rebalance_namespaces": [scenario.id],
-            "rebalance_strategies": ["duplicates", "topology_spread"], "rebalance_steering": steering},
+            "rebalance_strategies": scenario.strategies, "rebalance_steering": steering},
             self.work_dir)
         with open(log_path, "w") as handle:
             handle.write(completed.stdout + completed.stderr)
@@ -374,6 +456,44 @@ def logged_evictions(log_path):
         return dict(collections.Counter(re.findall(r'"Evicted pod" .*strategy="([^"]+)"', log.read())))
 
 
+# The node selector operators, as the scheduler reads them: a label's value (None when missing) against the values.
+SELECTOR_OPERATORS = {
+    "In": lambda value, values: value in values,
+    "NotIn": lambda value, values: value not in values,
+    "Exists": lambda value, values: value is not None,
+    "DoesNotExist": lambda value, values: value is None,
+}
+
+
+def breaks_rule(pod, node):
+    """Whether ``pod`` breaks a rule on ``node``: a NoSchedule taint it does not tolerate, or a nodeSelector or a
+    required node affinity the node does not match (the rules a taint or a label added after it landed breaks)."""
+    untolerated = any(taint.effect == "NoSchedule" and not any(
+        tolerates(toleration, taint) for toleration in pod.spec.tolerations or []) for taint in node.spec.taints or [])
+    return untolerated or not matches_node(pod, node)
+
+
+def tolerates(toleration, taint):
+    """As the scheduler's ToleratesTaint: an empty key (with Exists) matches every key, an empty effect every
+    effect."""
+    if (toleration.effect and toleration.effect != taint.effect) or (toleration.key and toleration.key != taint.key):
+        return False
+    return toleration.operator == "Exists" or (toleration.value or "") == (taint.value or "")
+
+
+def matches_node(pod, node):
+    """The node's labels match the pod's nodeSelector, and one term of its required node affinity (all of the term's
+    matchExpressions; the benchmark's pods have no matchFields)."""
+    labels = node.metadata.labels or {}
+    if any(labels.get(key) != value for key, value in (pod.spec.node_selector or {}).items()):
+        return False
+    node_affinity = pod.spec.affinity and pod.spec.affinity.node_affinity
+    required = node_affinity and node_affinity.required_during_scheduling_ignored_during_execution
+    return not required or any(
+        all(SELECTOR_OPERATORS[expression.operator](labels.get(expression.key), expression.values or [])
+            for expression in term.match_expressions or []) for term in required.node_selector_terms)
+
+
 def placement(snapshot):
     """{app: {node: pods}}"""
     by_app = collections.defaultdict(collections.Counter)
@@ -382,9 +502,10 @@ def placement(snapshot):
     return {app: dict(nodes) for app, nodes in by_app.items()}
 
 
-def measure(scenario, before, after):
+def measure(scenario, before, after, breaking_before, breaking_after):
     """Evictions, where the replacements went (the added nodes, back onto the node a pod of the same Deployment
-    was evicted from), and the skew before and after."""
+    was evicted from, or where they break a rule), the skew before and after, and the pods breaking a rule before
+    and after (``breaking_before``, ``breaking_after``: their uids)."""
     evicted = collections.Counter(before[uid] for uid in before.keys() - after.keys())
     replacements = collections.Counter(after[uid] for uid in after.keys() - before.keys())
     placed_before, placed_after = placement(before), placement(after)
@@ -392,6 +513,11 @@ def measure(scenario, before, after):
         "evictions": sum(evicted.values()),
         "on_new_nodes": sum(1 for _app, node in after.values() if node in scenario.added_nodes),
         "back_on_old_node": sum(min(count, replacements[app_node]) for app_node, count in evicted.items()),
+        "rule_violations_before": len(breaking_before),
+        "rule_violations_after": len(breaking_after),
+        # Each such replacement counts, not matched to the evictions one for one as back_on_old_node.
+        "landed_badly": sum(1 for uid in after.keys() - before.keys()
+                            if after[uid] in evicted or uid in breaking_after),
         "skew_before": scenario.skew(placed_before, scenario.hosting_nodes),
         "final_max_skew": scenario.skew(placed_after, scenario.hosting_nodes),
         "node_spread_before": scenario.node_spread(placed_before, scenario.hosting_nodes),
@@ -403,7 +529,7 @@ def measure(scenario, before, after):
 
 def run_tool(bench, scenario, tool, log_path):
     if tool == DESCHEDULER:
-        return bench.descheduler(scenario, log_path, descheduler_policy(scenario.id))
+        return bench.descheduler(scenario, log_path, descheduler_policy(scenario.id, scenario.descheduler_plugins))
     if tool == ARTICLE:
         return bench.descheduler(scenario, log_path, article_policy())
     return bench.rebalance(scenario, log_path, "none" if tool == UNSTEERED else "PreferNoSchedule")
@@ -416,6 +542,7 @@ def run_once(bench, name, spec, tool, trial, idle):
     bench.build(scenario)
     build_seconds = time.monotonic() - build_started
     before = bench.snapshot(scenario.id)
+    breaking_before = bench.breaking_rules(scenario)
     log_path = os.path.join(LOGS, scenario.id + ".log")
     problems = []
     with DisruptionWatcher(bench, scenario.id) as watcher:
@@ -432,8 +559,9 @@ def run_once(bench, name, spec, tool, trial, idle):
             problems.append("replicas not all Ready %d s after the tool" % SETTLE_TIMEOUT)
         until_settled = time.monotonic() - started
         settling = request_summary(ran, bench.request_counts())
-    result.update(measure(scenario, before, bench.snapshot(scenario.id)), all_ready=all_ready,
-                  until_settled=until_settled, log=log_path)
+    result.update(measure(scenario, before, bench.snapshot(scenario.id), breaking_before,
+                          bench.breaking_rules(scenario)), all_ready=all_ready, until_settled=until_settled,
+                  log=log_path)
     result["own_requests_per_moved_pod"] = per_moved_pod(result.get("own_requests"), result["evictions"])
     # The tool's run and what followed until settled: the controllers' answer to the Descheduler comes after it.
     for key in ("requests", "eviction_requests", "evictions_429"):
@@ -451,6 +579,8 @@ def run_once(bench, name, spec, tool, trial, idle):
             problems.append("evicted nothing after a node was replaced")
         if not result["on_new_nodes"]:
             problems.append("left the new node empty")
+    if tool in (REBALANCE, UNSTEERED) and result["rule_violations_after"]:
+        problems.append("left %d pod(s) breaking a rule" % result["rule_violations_after"])
     result.update(problems=problems, build_seconds=build_seconds)
     return scenario, result
 
@@ -460,7 +590,7 @@ def summary(runs):
     keys = ("evictions", "on_new_nodes", "back_on_old_node", "skew_before", "final_max_skew", "node_spread_before",
             "node_spread", "wall", "until_settled", "requests", "requests_until_settled", "net_requests_until_settled",
             "eviction_requests_until_settled", "evictions_429_until_settled", "own_requests",
-            "own_requests_per_moved_pod")
+            "own_requests_per_moved_pod", "rule_violations_before", "rule_violations_after", "landed_badly")
     merged = {key: median(runs, key) for key in keys}
     merged["violations"] = None if runs[0]["violations"] is None else sum(run["violations"] for run in runs)
     merged["all_ready"] = all(run["all_ready"] for run in runs)
@@ -468,12 +598,17 @@ def summary(runs):
     return merged
 
 
-def print_run(trial, name, tool, result):
-    line = ("trial %d  %-18s %-20s evictions %2d  on new %2d  back %2d  skew %d -> %d  per node %d -> %d  "
-            "violations %s  wall %5.1f s  settled %5.1f s  requests %d / %d (evictions %d, 429 %d)  "
-            "own %s (%s/moved)" % (
-                trial, name, tool, result["evictions"], result["on_new_nodes"], result["back_on_old_node"],
-                result["skew_before"], result["final_max_skew"], result["node_spread_before"], result["node_spread"],
+def print_run(trial, scenario, tool, result):
+    if scenario.breaks_rules:
+        measures = "breaking a rule %d -> %d  landed badly %d" % (
+            result["rule_violations_before"], result["rule_violations_after"], result["landed_badly"])
+    else:
+        measures = "back %2d  skew %d -> %d  per node %d -> %d" % (
+            result["back_on_old_node"], result["skew_before"], result["final_max_skew"], result["node_spread_before"],
+            result["node_spread"])
+    line = ("trial %d  %-18s %-20s evictions %2d  on new %2d  %s  violations %s  wall %5.1f s  settled %5.1f s  "
+            "requests %d / %d (evictions %d, 429 %d)  own %s (%s/moved)" % (
+                trial, scenario.name, tool, result["evictions"], result["on_new_nodes"], measures,
                 fmt(result["violations"], "1d"), result["wall"], result["until_settled"], result["requests"],
                 result["requests_until_settled"], result["eviction_requests_until_settled"],
                 result["evictions_429_until_settled"], fmt(result.get("own_requests"), "d"),
@@ -486,6 +621,7 @@ def print_run(trial, name, tool, result):
 
 
 def print_table(name, summaries):
+    """The spread's measures."""
     first = next(iter(summaries.values()))
     print("\n%s (max skew before: %g, pods per node max-min before: %g)" % (
         name, first["skew_before"], first["node_spread_before"]))
@@ -499,6 +635,24 @@ def print_table(name, summaries):
             tool, row["evictions"], row["on_new_nodes"], row["back_on_old_node"], row["final_max_skew"],
             row["node_spread"], fmt(row["violations"], "10d"), row["wall"], row["until_settled"], row["requests"],
             row["requests_until_settled"], fmt(row["net_requests_until_settled"], "10.0f"),
+            fmt(row["own_requests"], "8.0f"), fmt(row["own_requests_per_moved_pod"], "9.1f"),
+            row["eviction_requests_until_settled"], row["evictions_429_until_settled"],
+            "yes" if row["all_ready"] else "NO"))
+
+
+def print_rule_table(name, summaries):
+    """The rules' measures, for a scenario where a node changed under the pods."""
+    first = next(iter(summaries.values()))
+    print("\n%s (pods breaking a rule before: %g)" % (name, first["rule_violations_before"]))
+    header = "%-20s %9s %11s %10s %12s %7s %11s %7s %9s %8s %9s %8s %6s %6s" % (
+        "tool", "evictions", "rule before", "rule after", "landed badly", "on new", "PDB crossed", "wall s",
+        "settled s", "own req", "own/moved", "evict rq", "429s", "ready")
+    print(header)
+    print("-" * len(header))
+    for tool, row in summaries.items():
+        print("%-20s %9g %11g %10g %12g %7g %11s %7.1f %9.1f %8s %9s %8g %6g %6s" % (
+            tool, row["evictions"], row["rule_violations_before"], row["rule_violations_after"], row["landed_badly"],
+            row["on_new_nodes"], fmt(row["violations"], "11d"), row["wall"], row["until_settled"],
             fmt(row["own_requests"], "8.0f"), fmt(row["own_requests_per_moved_pod"], "9.1f"),
             row["eviction_requests_until_settled"], row["evictions_429_until_settled"],
             "yes" if row["all_ready"] else "NO"))
@@ -523,11 +677,18 @@ def parse_args(argv=None):
                           if name in QUICK_SCENARIOS}
         if not args.scenarios:
             parser.error("--quick runs %s only" % ", ".join(QUICK_SCENARIOS))
-        args.tools = [args.only] if args.only else list(QUICK_TOOLS)
+        tools = [args.only] if args.only else list(QUICK_TOOLS)
     else:
         defaults = {"trials": 1, "idle": 5, "json": RESULTS}
         args.scenarios = {name: SCENARIOS[name] for name in args.scenario or SCENARIOS}
-        args.tools = [args.only] if args.only else list(TOOLS)
+        tools = [args.only] if args.only else list(TOOLS)
+    # Each scenario's tools, in the order asked; a scenario that runs none of them is left out.
+    scenario_tools = {name: [tool for tool in tools if tool in spec.get("tools", TOOLS)]
+                      for name, spec in args.scenarios.items()}
+    args.tools = {name: asked for name, asked in scenario_tools.items() if asked}
+    args.scenarios = {name: spec for name, spec in args.scenarios.items() if name in args.tools}
+    if not args.scenarios:
+        parser.error("no scenario asked runs %s" % ", ".join(tools))
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -538,21 +699,21 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if DESCHEDULER in args.tools or ARTICLE in args.tools:
+    if {DESCHEDULER, ARTICLE} & {tool for tools in args.tools.values() for tool in tools}:
         descheduler_binary()
     os.makedirs(LOGS, exist_ok=True)
     started = time.monotonic()
     work_dir = tempfile.mkdtemp(prefix="kubeops-bench-")
     state = local_cluster.up(os.path.join(work_dir, "cluster"), die_with_parent=True, audit=True)
-    runs = {name: {tool: [] for tool in args.tools} for name in args.scenarios}
+    runs = {name: {tool: [] for tool in tools} for name, tools in args.tools.items()}
     try:
         bench = Bench(state["kubeconfig"], work_dir, state["audit_log"])
         order = [(name, spec, trial, tool) for name, spec in args.scenarios.items()
-                 for trial, tool in trial_order(args.trials, args.tools)]
+                 for trial, tool in trial_order(args.trials, args.tools[name])]
         for index, (name, spec, trial, tool) in enumerate(order):
             scenario, result = run_once(bench, name, spec, tool, trial, args.idle)
             runs[name][tool].append(result)
-            print_run(trial, name, tool, result)
+            print_run(trial, scenario, tool, result)
             removing = time.monotonic()
             if index < len(order) - 1:  # the cluster goes down after the last
                 bench.remove(scenario)
@@ -564,13 +725,18 @@ def main(argv=None):
     print("\nmedians of %d trial(s); on new: pods on the added nodes; back old: replacements back on the node a pod "
           "of theirs left; node m-m: max-min of all pods per node; requests: over the tool's run, to settle: until "
           "settled, net settle: less the idle rate; own req: the tool's own requests over its run (audit log), "
-          "own/moved: per pod evicted; evict rq: eviction requests until settled" % args.trials)
+          "own/moved: per pod evicted; evict rq: eviction requests until settled; rule before, rule after: pods "
+          "breaking a rule (a taint, a node selector or affinity) where they run; landed badly: replacements on a "
+          "node their Deployment's pods were evicted from or where they break a rule; PDB crossed, violation: PDBs "
+          "whose minimum was crossed" % args.trials)
     for name, by_tool in summaries.items():
-        print_table(name, by_tool)
+        (print_rule_table if breaks_rules(args.scenarios[name]) else print_table)(name, by_tool)
     with open(args.json, "w") as handle:
         json.dump({"trials": args.trials, "quick": args.quick, "idle_seconds": args.idle,
                    "scenarios": args.scenarios, "summaries": summaries, "runs": runs,
-                   "descheduler_policy": descheduler_policy("<namespace>"), "article_policy": article_policy(),
+                   "descheduler_policies": {name: descheduler_policy("<namespace>", spec.get(
+                       "descheduler_plugins", SPREAD_PLUGINS)) for name, spec in args.scenarios.items()},
+                   "article_policy": article_policy(),
                    "seconds": round(time.monotonic() - started, 1)}, handle, indent=2)
     all_runs = [run for by_tool in runs.values() for tool_runs in by_tool.values() for run in tool_runs]
     print("\nresults in %s, logs in %s (%.0f s in all: building the scenarios %.0f s, the tools until settled %.0f s, "
