@@ -9,6 +9,7 @@ itself (``make rulebook-venv``), which runs the collection's rebalance playbook 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import os
@@ -85,6 +86,22 @@ def extra_nodes(cluster):
                 raise
 
 
+@contextlib.asynccontextmanager
+async def running_source(main, args, source_log):
+    """The source's ``main`` running on a queue, once it listed the nodes and watches them: (queue, its task);
+    cancelled after."""
+    queue = asyncio.Queue()
+    task = asyncio.ensure_future(main(queue, args))
+    try:
+        while not source_log.watching.is_set():
+            assert not task.done(), task.exception()
+            await asyncio.sleep(0.05)
+        yield queue, task
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 def schedulable_since(cluster, name):
     """When the node was Ready (its condition's lastTransitionTime), once it is Ready without the not-ready taint."""
     node = cluster.core.read_node(name)
@@ -106,12 +123,7 @@ def test_ten_nodes_joining_give_one_event_naming_them_and_neither_earlier_nor_co
     timings = {}
 
     async def scenario():
-        queue = asyncio.Queue()
-        task = asyncio.ensure_future(main(queue, args))
-        try:
-            while not source_log.watching.is_set():
-                assert not task.done(), task.exception()
-                await asyncio.sleep(0.05)
+        async with running_source(main, args, source_log) as (queue, _task):
             timings["start"] = time.monotonic()
             await asyncio.to_thread(lambda: [extra_nodes(name, {TEST_LABEL: test_id}) for name in new])
             await asyncio.to_thread(extra_nodes, cordoned, {TEST_LABEL: test_id}, True)
@@ -129,9 +141,6 @@ def test_ten_nodes_joining_give_one_event_naming_them_and_neither_earlier_nor_co
             second = await asyncio.wait_for(queue.get(), DEBOUNCE + 60)
             timings["second"] = time.monotonic()
             return first, second
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     first, second = asyncio.run(scenario())
 
@@ -163,6 +172,31 @@ def test_ten_nodes_joining_give_one_event_naming_them_and_neither_earlier_nor_co
     assert (closed - seen[-1]).total_seconds() <= DEBOUNCE + SLACK
 
 
+def test_a_taint_and_a_label_changed_give_a_change_event_within_seconds(cluster, test_id, make_nodes, source_log):
+    selector = "%s=%s" % (TEST_LABEL, test_id)
+    tainted, relabelled = make_nodes(2, labels={"tier": "web"}, prefix="changed")
+    main = runpy.run_path(SOURCE_FILE)["main"]
+    args = {"kubeconfig": cluster.kubeconfig, "label_selector": selector, "changes": ["labels", "taints"],
+            "changes_debounce_seconds": 1}
+
+    async def scenario():
+        async with running_source(main, args, source_log) as (queue, _task):
+            started = time.monotonic()
+            await asyncio.to_thread(cluster.core.patch_node, tainted, {"spec": {"taints": [
+                {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}})
+            await asyncio.to_thread(cluster.core.patch_node, relabelled, {"metadata": {"labels": {"tier": "batch"}}})
+            event = await asyncio.wait_for(queue.get(), 1 + SLACK)
+            return event, time.monotonic() - started
+
+    event, seconds = asyncio.run(scenario())
+    print("a change to its event: %.2f s" % seconds)
+    assert "new_nodes" not in event
+    assert [(record["name"], record.get("taints"), record.get("labels", {}).get("changed"))
+            for record in event["node_changes"]] == [
+        (tainted, {"added": ["dedicated=gpu:NoSchedule"], "removed": []}, None),
+        (relabelled, None, {"tier": ["web", "batch"]})]
+
+
 def test_the_source_rides_through_an_api_server_outage_and_counts_nodes_that_join_after_it(
         cluster, test_id, extra_nodes, source_log):
     if not cluster.state_dir:
@@ -179,21 +213,13 @@ def test_the_source_rides_through_an_api_server_outage_and_counts_nodes_that_joi
             return False
 
     async def scenario():
-        queue = asyncio.Queue()
-        task = asyncio.ensure_future(main(queue, args))
-        try:
-            while not source_log.watching.is_set():
-                assert not task.done(), task.exception()
-                await asyncio.sleep(0.05)
+        async with running_source(main, args, source_log) as (queue, task):
             await asyncio.to_thread(local_cluster.outage, cluster.state_dir, "kube-apiserver", 8)
             await asyncio.to_thread(wait_until, api_answers, 60, "the API server to answer again")
             await asyncio.to_thread(lambda: [extra_nodes(name, {TEST_LABEL: test_id}) for name in new])
             event = await asyncio.wait_for(queue.get(), DEBOUNCE + 90)
             assert not task.done(), "the source is still running"
             return event
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     event = asyncio.run(scenario())
     assert event["new_nodes"] == sorted(new)

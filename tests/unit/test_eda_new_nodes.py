@@ -186,6 +186,8 @@ def test_connection_options_come_from_args_by_name_or_alias_else_from_k8s_auth_v
     ({"label_selector": ["a=b"]}, "label_selector must be a string"),
     ({"tolerated_taints": [""]}, "tolerated_taints must be a list of non-empty strings"),
     ({"include_existing": "sometimes"}, "include_existing must be true or false"),
+    ({"changes": ["labels", "annotations"]}, "changes takes labels and taints, got annotations"),
+    ({"changes_debounce_seconds": "now"}, "changes_debounce_seconds must be a number"),
 ])
 def test_wrong_arguments_are_refused_naming_the_argument(args, message):
     with pytest.raises(ValueError, match=message):
@@ -342,13 +344,13 @@ class ScriptedWatch:
         self.stopped.set()
 
 
-def run_source(monkeypatch, script, seconds, debounce):
+def run_source(monkeypatch, script, seconds, debounce, **args):
     """Run the source's event loop on ``script`` for ``seconds``; the events it put, and whether its watch thread
     was told to stop."""
     scripted = ScriptedWatch(script)
     monkeypatch.setattr(source, "follow_nodes", scripted)
     monkeypatch.setattr(source, "read_nodeclaims", lambda client, selector: None)
-    settings = source.settings_from_args({"debounce_seconds": debounce}, {})
+    settings = source.settings_from_args(dict({"debounce_seconds": debounce}, **args), {})
     queue = asyncio.Queue()
 
     async def scenario():
@@ -382,6 +384,44 @@ def test_the_loop_puts_two_events_for_two_bursts_further_apart_than_the_window(m
               (0.6, ("ADDED", node("c"))), (0.05, ("DELETED", node("c"))), (0.05, ("ADDED", node("d")))]
     events, _stopped = run_source(monkeypatch, script, seconds=1.6, debounce=0.3)
     assert [event["new_nodes"] for event in events] == [["a", "b"], ["d"]], "c was deleted within its window"
+
+
+GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+
+
+def test_a_label_and_a_taint_changed_give_one_change_event_and_life_cycle_changes_none():
+    tracker = source.ChangeTracker(("labels", "taints"))
+    assert tracker.listed([node("a", labels={"tier": "web"}), node("b")]) == [], "nothing changed at the start"
+    cordoned = node("b", unschedulable=True, taints=[{"key": "node.kubernetes.io/unschedulable",
+                                                      "effect": "NoSchedule"}],
+                    labels={"kubeops.io/rotating": "true"})
+    assert tracker.see(cordoned) is None, "a cordon and this collection's own label are no user's change"
+    before = tracker.see(node("a", labels={"tier": "batch", "disk": "ssd"}))
+    assert before == ({"kubernetes.io/hostname": "a", "tier": "web"}, frozenset())
+    tracker.see(node("b", taints=[GPU_TAINT]))
+    records = tracker.records({"uid-a": before, "uid-b": source.node_shape(node("b"))})
+    assert records == [
+        {"name": "a", "uid": "uid-a", "labels": {"added": {"disk": "ssd"}, "removed": {},
+                                                 "changed": {"tier": ["web", "batch"]}}},
+        {"name": "b", "uid": "uid-b", "taints": {"added": ["dedicated=gpu:NoSchedule"], "removed": []}}]
+
+
+def test_only_the_kinds_asked_for_count_and_a_change_undone_within_the_window_sends_nothing():
+    tracker = source.ChangeTracker(("taints",))
+    tracker.listed([node("a")])
+    assert tracker.see(node("a", labels={"tier": "batch"})) is None, "labels were not asked for"
+    before = tracker.see(node("a", taints=[GPU_TAINT]))
+    tracker.see(node("a"))
+    assert tracker.records({"uid-a": before}) == []
+
+
+def test_the_loop_puts_a_change_event_seconds_after_a_taint_and_no_new_nodes_event_for_it(monkeypatch):
+    script = [(0, ("listed", [node("a"), node("b")])), (0.05, ("MODIFIED", node("a", taints=[GPU_TAINT]))),
+              (0.05, ("MODIFIED", node("b", labels={"tier": "batch"})))]
+    events, _stopped = run_source(monkeypatch, script, seconds=1.0, debounce=0.3, changes="labels,taints",
+                                  changes_debounce_seconds=0.3)
+    assert [[record["name"] for record in event["node_changes"]] for event in events] == [["a", "b"]]
+    assert events[0]["count"] == 2 and events[0]["window"]["debounce_seconds"] == 0.3
 
 
 # --- no kubernetes needed ------------------------------------------------------------------------------------

@@ -25,6 +25,11 @@ def taints_of(node):
     return (node.get("spec") or {}).get("taints") or []
 
 
+def taint_text(taint):
+    """A taint as kubectl writes it: key=value:effect (key:effect without a value)."""
+    return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
+
+
 def condition_status(node, condition_type):
     """The status ("True", "False", "Unknown") of a node condition, or None when absent."""
     for condition in (node.get("status") or {}).get("conditions") or []:

@@ -22,6 +22,11 @@ Arguments (all optional):
                         source starts (in its first event); default false.
     tolerated_taints:   taint keys that do not make a node unschedulable here
                         (a dedicated pool's taint); default none.
+    changes:            also send an event when the labels or the taints of
+                        nodes change ([labels], [taints] or both); default
+                        none.
+    changes_debounce_seconds: how long after the first change more may join
+                        the same event; default 5.
 
 Example rulebook:
 
@@ -36,6 +41,9 @@ Example rulebook:
           action:
             run_playbook:
               name: kubeops.rotation.rebalance
+
+With ``changes``, a rulebook can run the node_taints and node_affinity
+rebalance passes seconds after a taint or a label changes (see EXAMPLES).
 
 See DOCUMENTATION below for the event's fields.
 """
@@ -150,6 +158,24 @@ options:
     type: list
     elements: str
     default: []
+  changes:
+    description:
+      - Also send an event (with O(changes_debounce_seconds) of its own) when
+        the labels (V(labels)) or the C(NoSchedule) and C(NoExecute) taints
+        (V(taints)) of nodes change, so that a rulebook can move the pods a
+        new taint or a changed label no longer lets run there.
+      - The labels and taints of the node's life cycle and of this collection
+        do not count (C(node.kubernetes.io/), C(node.cloudprovider.kubernetes.io/),
+        C(karpenter.sh/), C(kubeops.io/)): a cordon, a node becoming Ready or a
+        rebalance pass's own steering taint sends nothing.
+    type: list
+    elements: str
+    choices: [labels, taints]
+    default: []
+  changes_debounce_seconds:
+    description: How long after the first change of an event others may join it.
+    type: float
+    default: 5
 event:
   new_nodes:
     description: Names of the nodes of the event, sorted.
@@ -179,6 +205,13 @@ event:
       - NodeClaims not being deleted whose node is not yet initialized (C(name),
         C(nodepool), C(node)); more capacity on its way. Only where the NodeClaim API exists.
     type: list
+  node_changes:
+    description:
+      - In the events of O(changes) (instead of C(new_nodes)), per node whose labels or taints changed within the
+        window, sorted by name, C(name), C(uid) and what changed since the window opened; C(labels) with
+        C(added) and C(removed) (key -> value) and C(changed) (key -> [before, after]), C(taints) with C(added) and
+        C(removed) (C(key=value:effect)). Events of O(changes) also have C(count), C(window) and C(label_selector).
+    type: list
 """
 
 EXAMPLES = r"""
@@ -198,6 +231,21 @@ EXAMPLES = r"""
           extra_vars:
             rebalance_run_id: rebalance-on-new-nodes
             rebalance_reason: "nodes joined: {{ event.new_nodes | join(', ') }}"
+
+- name: Move the pods a new taint or a changed label no longer lets run where they are
+  hosts: all
+  sources:
+    - kubeops.rotation.new_nodes:
+        changes: [labels, taints]
+  rules:
+    - name: Fix what the change broke
+      condition: event.node_changes is defined
+      action:
+        run_playbook:
+          name: kubeops.rotation.rebalance
+          extra_vars:
+            rebalance_strategies: [node_taints, node_affinity]
+            rebalance_run_id: rebalance-on-node-changes
 
 - name: Print the events (connection from K8S_AUTH_KUBECONFIG, or a token)
   hosts: all
@@ -234,8 +282,13 @@ CONNECTION_OPTIONS = (
     ("impersonate_user", (), ("K8S_AUTH_IMPERSONATE_USER",), "str"),
     ("impersonate_groups", (), ("K8S_AUTH_IMPERSONATE_GROUPS",), "list"),
 )
-SOURCE_OPTIONS = ("label_selector", "debounce_seconds", "include_existing", "tolerated_taints")
+SOURCE_OPTIONS = ("label_selector", "debounce_seconds", "include_existing", "tolerated_taints", "changes",
+                  "changes_debounce_seconds")
 DEFAULT_DEBOUNCE_SECONDS = 30.0
+DEFAULT_CHANGES_DEBOUNCE_SECONDS = 5.0
+CHANGE_KINDS = ("labels", "taints")
+# Labels and taints of a node's life cycle and of this collection's own steps: a change of these is no user's.
+LIFE_CYCLE_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/", "kubeops.io/")
 # A watch ends after this long and is opened again from where it was; a stop waits for it at most this long.
 WATCH_SECONDS = 120
 NODECLAIM_API = ("karpenter.sh", "v1", "nodeclaims")
@@ -278,6 +331,7 @@ try:
         is_cordoned,
         is_ready,
         node_labels,
+        taint_text,
         taints_of,
         zone_of,
     )
@@ -291,7 +345,8 @@ except ImportError as exc:
 # Pure: arguments, what counts, the window, the event. No kubernetes, no clock, no randomness unless passed in.
 # ---------------------------------------------------------------------------------------------------------------
 
-Settings = namedtuple("Settings", "connection label_selector debounce_seconds include_existing tolerated_taints")
+Settings = namedtuple("Settings", ("connection label_selector debounce_seconds include_existing tolerated_taints "
+                                   "changes changes_debounce_seconds"))
 Availability = namedtuple("Availability", "available reason")
 Counted = namedtuple("Counted", "uid name node existed_at_start")
 
@@ -344,15 +399,12 @@ def connection_params(args, environ):
 def settings_from_args(args, environ):
     """Settings from the source's arguments, or ValueError naming the one that is wrong."""
     args = dict(args or {})
-    debounce = args.get("debounce_seconds")
-    if debounce in (None, ""):
-        debounce = DEFAULT_DEBOUNCE_SECONDS
-    try:
-        debounce = float(debounce)
-    except (TypeError, ValueError):
-        raise ValueError("debounce_seconds must be a number of seconds, got %r." % (debounce,)) from None
-    if not 0 <= debounce <= 3600:
-        raise ValueError("debounce_seconds must be between 0 and 3600, got %s." % debounce)
+    debounce = _seconds(args, "debounce_seconds", DEFAULT_DEBOUNCE_SECONDS)
+    changes = args.get("changes")
+    changes = tuple(_strings("changes", changes)) if changes else ()
+    unknown = sorted(set(changes) - set(CHANGE_KINDS))
+    if unknown:
+        raise ValueError("changes takes %s, got %s." % (" and ".join(CHANGE_KINDS), ", ".join(unknown)))
     selector = args.get("label_selector")
     if selector is not None and not isinstance(selector, str):
         raise ValueError("label_selector must be a string such as karpenter.sh/nodepool=general, got %r." % selector)
@@ -361,7 +413,23 @@ def settings_from_args(args, environ):
                     label_selector=(selector or "").strip() or None,
                     debounce_seconds=debounce,
                     include_existing=_boolean("include_existing", args.get("include_existing", False)),
-                    tolerated_taints=tuple(_strings("tolerated_taints", tolerated) if tolerated else ()))
+                    tolerated_taints=tuple(_strings("tolerated_taints", tolerated) if tolerated else ()),
+                    changes=changes,
+                    changes_debounce_seconds=_seconds(args, "changes_debounce_seconds",
+                                                      DEFAULT_CHANGES_DEBOUNCE_SECONDS))
+
+
+def _seconds(args, name, default):
+    value = args.get(name)
+    if value in (None, ""):
+        value = default
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("%s must be a number of seconds, got %r." % (name, value)) from None
+    if not 0 <= value <= 3600:
+        raise ValueError("%s must be between 0 and 3600, got %s." % (name, value))
+    return value
 
 
 def unknown_args(args):
@@ -447,6 +515,74 @@ class NodeTracker:
             self.ignored_at_start.append(metadata["name"])
             return None
         return Counted(uid=uid, name=metadata["name"], node=node, existed_at_start=uid in self.at_start)
+
+
+def _users(key):
+    return not str(key).startswith(LIFE_CYCLE_PREFIXES)
+
+
+def node_shape(node):
+    """What a change event compares: the node's labels and its NoSchedule and NoExecute taints
+    ("key=value:effect"), those of its life cycle and of this collection left out."""
+    labels = {key: value for key, value in node_labels(node).items() if _users(key)}
+    taints = frozenset(taint_text(taint) for taint in taints_of(node)
+                       if taint.get("effect") in BLOCKING_EFFECTS and _users(taint.get("key")))
+    return labels, taints
+
+
+def shape_change(before, after, kinds):
+    """What changed from one node_shape to another, of ``kinds`` ("labels", "taints"), or None."""
+    change = {}
+    if "labels" in kinds:
+        old, new = before[0], after[0]
+        labels = {"added": {key: new[key] for key in sorted(set(new) - set(old))},
+                  "removed": {key: old[key] for key in sorted(set(old) - set(new))},
+                  "changed": {key: [old[key], new[key]] for key in sorted(set(old) & set(new))
+                              if old[key] != new[key]}}
+        if any(labels.values()):
+            change["labels"] = labels
+    if "taints" in kinds and before[1] != after[1]:
+        change["taints"] = {"added": sorted(after[1] - before[1]), "removed": sorted(before[1] - after[1])}
+    return change or None
+
+
+class ChangeTracker:
+    """The shape (node_shape) each node had when last seen; ``see`` returns it when the node changed since in
+    one of ``kinds``, else None. A node first seen has not changed."""
+
+    def __init__(self, kinds):
+        self.kinds = tuple(kinds)
+        self.shapes = {}  # uid -> (name, node_shape)
+
+    def see(self, node):
+        uid, name = node["metadata"]["uid"], node["metadata"]["name"]
+        before = self.shapes.get(uid)
+        self.shapes[uid] = (name, node_shape(node))
+        if before is not None and shape_change(before[1], self.shapes[uid][1], self.kinds):
+            return before[1]
+        return None
+
+    def listed(self, nodes):
+        """(uid, shape before) of the nodes a whole list shows changed; the nodes gone are forgotten."""
+        present = {node["metadata"]["uid"] for node in nodes}
+        for uid in set(self.shapes) - present:
+            self.forget(uid)
+        return [(node["metadata"]["uid"], before) for node in nodes for before in [self.see(node)] if before]
+
+    def forget(self, uid):
+        self.shapes.pop(uid, None)
+
+    def records(self, befores):
+        """The event's records for {uid: shape when its window opened}: the change since, sorted by name; a node
+        changed back, or gone, is left out."""
+        records = []
+        for uid, before in befores.items():
+            if uid in self.shapes:
+                name, shape = self.shapes[uid]
+                change = shape_change(before, shape, self.kinds)
+                if change:
+                    records.append(dict({"name": name, "uid": uid}, **change))
+        return sorted(records, key=lambda record: record["name"])
 
 
 class Debouncer:
@@ -571,6 +707,18 @@ def nodes_event(records, opened_at, closed_at, settings, pending_nodeclaims=None
     return event
 
 
+def changes_event(records, opened_at, closed_at, settings):
+    """The event for the node changes of one window (ChangeTracker.records)."""
+    return {
+        "node_changes": records,
+        "count": len(records),
+        "window": {"opened_at": _iso(opened_at), "closed_at": _iso(closed_at),
+                   "seconds": round((closed_at - opened_at).total_seconds(), 3),
+                   "debounce_seconds": settings.changes_debounce_seconds},
+        "label_selector": settings.label_selector,
+    }
+
+
 def _iso(moment):
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -660,6 +808,8 @@ class NewNodesSource:
         self.now = now
         self.tracker = NodeTracker(settings.tolerated_taints, settings.include_existing)
         self.window = Debouncer(settings.debounce_seconds)
+        self.changes = ChangeTracker(settings.changes) if settings.changes else None
+        self.changes_window = Debouncer(settings.changes_debounce_seconds)
         self.nodeclaims_absent_since = None
 
     async def run(self, queue):
@@ -678,8 +828,9 @@ class NewNodesSource:
         thread.start()
         try:
             while True:
-                deadline = self.window.deadline
-                timeout = None if deadline is None else max(0.0, deadline - self.clock())
+                deadlines = [window.deadline for window in (self.window, self.changes_window)
+                             if window.deadline is not None]
+                timeout = max(0.0, min(deadlines) - self.clock()) if deadlines else None
                 try:
                     self.handle(await asyncio.wait_for(inbox.get(), timeout))
                     while not inbox.empty():
@@ -688,12 +839,18 @@ class NewNodesSource:
                     pass
                 if self.window.due(self.clock()):
                     await queue.put(await self.event(loop))
+                if self.changes_window.due(self.clock()):
+                    event = self.changes_event()
+                    if event["count"]:
+                        await queue.put(event)
         finally:
             stop.set()
 
     def handle(self, item):
         kind, payload = item
         now = self.clock()
+        if self.changes is not None:
+            self._changes(kind, payload, now)
         if kind == "listed":
             first = not self.tracker.started
             counted, gone = self.tracker.listed(payload)
@@ -712,6 +869,30 @@ class NewNodesSource:
         for node in counted:
             LOGGER.info("Node %s is Ready and schedulable.", node.name)
             self.window.add(node.uid, (node, self.now()), now)
+
+    def _changes(self, kind, payload, now):
+        if kind == "listed":
+            changed = self.changes.listed(payload)
+        elif kind == "DELETED":
+            self.changes.forget(payload["metadata"]["uid"])
+            self.changes_window.discard(payload["metadata"]["uid"])
+            changed = []
+        elif kind in ("ADDED", "MODIFIED"):
+            before = self.changes.see(payload)
+            changed = [(payload["metadata"]["uid"], before)] if before else []
+        else:
+            changed = []
+        for uid, before in changed:
+            self.changes_window.add(uid, (uid, before, self.now()), now)
+
+    def changes_event(self):
+        """The event of the changes window (its count 0 when every node changed back meanwhile)."""
+        items, _opened = self.changes_window.take()
+        records = self.changes.records({uid: before for uid, before, _seen in items})
+        event = changes_event(records, min(seen for _uid, _before, seen in items), self.now(), self.settings)
+        if records:
+            LOGGER.info("Nodes changed: %s.", ", ".join(record["name"] for record in records))
+        return event
 
     async def event(self, loop):
         items, _opened = self.window.take()

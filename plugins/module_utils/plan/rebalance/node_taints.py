@@ -7,7 +7,7 @@ RemovePodsViolatingNodeTaints) go to a node whose taints they tolerate."""
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import taints_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import taint_text, taints_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import tolerates
 
@@ -36,10 +36,6 @@ def violations(nodes, pods):
         if taint:
             found[pod_key(pod)] = "%s: %s" % (node_of(pod), taint_text(taint))
     return found
-
-
-def taint_text(taint):
-    return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
 
 
 def balance(planner):
