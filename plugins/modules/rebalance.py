@@ -81,8 +81,8 @@ options:
         Descheduler's HighNodeUtilization). A node is emptied whole or not at
         all; DaemonSet and static pods stay; a node that received pods is not
         emptied after, so no pod moves twice. While the pass runs, the nodes
-        it empties carry the steering taint with NoSchedule and the nodes it
-        fills the C(karpenter.sh/do-not-disrupt) and
+        it empties carry the steering taint with NoSchedule (whatever
+        O(steering) says) and the nodes it fills the C(karpenter.sh/do-not-disrupt) and
         C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotations
         (those they lacked), so that no autoscaler removes a node being filled.
         RV(compaction) names the nodes emptied; the pass leaves their removal
@@ -165,6 +165,9 @@ options:
         receive nothing during the pass. V(PreferNoSchedule) steers without
         blocking anything; V(NoSchedule) forbids them to new pods (of any
         workload) until the pass ends; V(none) leaves placement to the scheduler.
+      - The nodes V(compaction) empties carry it with V(NoSchedule) whatever
+        this says, V(none) included; without it a scheduler that spreads by
+        default puts the pods straight back.
     type: str
     choices: [PreferNoSchedule, NoSchedule, none]
     default: PreferNoSchedule

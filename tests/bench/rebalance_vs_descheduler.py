@@ -31,21 +31,44 @@ same state. The scenarios:
                   a PDB each (maxUnavailable 1); then the first node's label
                   becomes tier=batch (4 pods on a node they no longer match),
                   and an empty node (zone a, tier=web) joins.
+  anti-affinity broken  4 nodes, a Deployment "shy" of 4 (one per node)
+                  whose required pod anti-affinity (kubernetes.io/hostname)
+                  excludes pods labelled role=noisy, and a Deployment "batch"
+                  of 8 at 2 per node, a PDB each (maxUnavailable 1); then the
+                  batch pods on the first 2 nodes are labelled role=noisy, as
+                  users break the rule (the scheduler never places a pod
+                  against it): 2 shy pods beside pods they exclude; and an
+                  empty node joins.
+  under-used nodes  6 nodes: 3 labelled for a Deployment "big" of 6 (1.5 cpu,
+                  4Gi each, required by a node affinity) at 2 per node, 75%
+                  of their cpu; 3 running a Deployment "small" of 6 (100m, the
+                  default, no rule: it may run anywhere) at 2 per node, 5%
+                  (each Deployment's pods start on their 3 nodes with the
+                  others cordoned meanwhile); a PDB each (maxUnavailable 1).
+                  The small nodes are below the threshold of 30%, and their
+                  pods fit on the big ones.
 
 The tools, each run once per scenario and trial:
 
   kubeops rebalance     the playbook kubeops.rotation.rebalance of the installed collection (strategies
                         duplicates and topology_spread; node_taints on "node tainted", node_affinity on "node
-                        relabelled"; its steering taint)
-  rebalance, no taint   the same with rebalance_steering: none, what the steering taint itself is worth
+                        relabelled", pod_anti_affinity on "anti-affinity broken", compaction with
+                        compaction_threshold 30 on "under-used nodes"; its steering taint)
+  rebalance, no taint   the same with rebalance_steering: none, what the steering taint itself is worth (on
+                        "under-used nodes" also the NoSchedule taint of the nodes a compaction pass empties,
+                        which it then leaves off too)
   descheduler, article  the Descheduler with the policy of the Descheduler article (a CronJob every 5
                         minutes, RemoveDuplicates only, the whole cluster; article_policy()) for one pass:
-                        what the CronJob does each time it fires; not on "node tainted" and "node relabelled",
-                        which RemoveDuplicates does not address
+                        what the CronJob does each time it fires; not on "node tainted", "node relabelled",
+                        "anti-affinity broken" and "under-used nodes", which RemoveDuplicates does not address
   descheduler           the Descheduler with RemoveDuplicates and RemovePodsViolatingTopologySpreadConstraint
                         (balance); RemovePodsViolatingNodeTaints on "node tainted", RemovePodsViolatingNodeAffinity
-                        (requiredDuringSchedulingIgnoredDuringExecution) on "node relabelled" (deschedule);
-                        limited to the scenario's namespace, and the DefaultEvictor's defaults
+                        (requiredDuringSchedulingIgnoredDuringExecution) on "node relabelled",
+                        RemovePodsViolatingInterPodAntiAffinity on "anti-affinity broken" (deschedule);
+                        HighNodeUtilization (balance, thresholds cpu, memory and pods 30) on "under-used nodes";
+                        limited to the scenario's namespace (HighNodeUtilization, which can only exclude
+                        namespaces, to the whole cluster, where no other namespace has pods), and the
+                        DefaultEvictor's defaults
 
 The Descheduler is the real binary, pinned in tests/cluster/gobuild/descheduler and
 built on first use, run for one pass (--descheduling-interval 0), as its
@@ -77,12 +100,30 @@ instead of the spread's: the pods that break a rule where they run, before and
 after (a NoSchedule taint of their node they do not tolerate, or a nodeSelector
 or required node affinity their node does not match; read from the pods and
 the nodes), and the replacements that landed badly: on a node a pod of the
-same Deployment was evicted from, or on a node where they break a rule.
+same Deployment was evicted from, or on a node where they break a rule. On
+"anti-affinity broken" the rule is a required hostname pod anti-affinity: a
+pod breaks it where a pod of its namespace that it selects runs beside it.
+
+On "under-used nodes" the table has the compaction's measures: the nodes used
+below the threshold before (the most used of cpu, memory and pods, by
+requests, in percent of allocatable), the empty nodes (running no pod but
+DaemonSet and static ones) before and after, how many nodes an autoscaler
+could remove after the best compaction (simulated on the nodes before, as
+cluster-autoscaler's scale-down does: the emptiest first, each whose pods fit
+on the nodes that stay), the replacements that landed back on a node used
+below the threshold (one being emptied), and the pods moved twice (a
+replacement evicted again, as the watcher saw it). The local kube-scheduler
+scores nodes as shipped (NodeResourcesFit LeastAllocated): it places a
+replacement on the emptiest node that takes it, where the Descheduler's docs
+ask HighNodeUtilization's users to switch it to MostAllocated. The benchmark
+leaves it as it is and measures what each tool does with it: ours taints the
+nodes it empties NoSchedule while it moves their pods (steered only).
 
 With --trials above 1, medians. The run fails (exit 1) when a tool failed,
 replicas were not all Ready in the end, our rebalance evicted nothing or
-left the new node empty on "node replaced", or our rebalance (steered or
-not) left a pod breaking a rule. --quick (only "node replaced" at
+left the new node empty on "node replaced", our rebalance (steered or not)
+left a pod breaking a rule or moved a pod twice, or our steered rebalance
+emptied no node on "under-used nodes". --quick (only "node replaced" at
 its small size, 1 trial, all tools but "rebalance, no taint", no idle window)
 is a smoke run. Results go to .cache/bench-rebalance.json (--quick
 .cache/bench-rebalance-quick.json), the tools' logs beside it. Run with
@@ -103,6 +144,7 @@ import tempfile
 import time
 
 import yaml
+from kubernetes.utils import parse_quantity
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
@@ -113,14 +155,16 @@ import cluster as local_cluster  # noqa: E402
 from bench_cluster import ClusterBench, fmt, median, request_summary  # noqa: E402
 from ansible_run import REPO, run_collection_playbook  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
-from kube import DisruptionWatcher, deployment, is_ready, pdb  # noqa: E402
+from kube import PAUSE, DisruptionWatcher, deployment, is_ready, pdb  # noqa: E402
 from side_by_side import DESCHEDULER_AGENT, OURS_AGENT, measured, per_moved_pod, trial_order  # noqa: E402
 
 RESULTS = os.path.join(REPO, ".cache", "bench-rebalance.json")
 QUICK_RESULTS = os.path.join(REPO, ".cache", "bench-rebalance-quick.json")
 LOGS = os.path.join(REPO, ".cache", "bench-rebalance-logs")
 BENCH_LABEL = "kubeops.io/bench"
+POOL_LABEL = "kubeops.io/bench-pool"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 REBALANCE = "kubeops rebalance"
 UNSTEERED = "rebalance, no taint"
 DESCHEDULER = "descheduler"
@@ -130,12 +174,21 @@ TOOLS = (REBALANCE, ARTICLE, DESCHEDULER, UNSTEERED)
 QUICK_TOOLS = (REBALANCE, ARTICLE, DESCHEDULER)
 TOOL_IDS = {REBALANCE: "rebal", DESCHEDULER: "desched", UNSTEERED: "unsteered", ARTICLE: "article"}
 AGENTS = {REBALANCE: OURS_AGENT, UNSTEERED: OURS_AGENT, DESCHEDULER: DESCHEDULER_AGENT, ARTICLE: DESCHEDULER_AGENT}
-# The article's policy has no plugin for a rule that a taint or a label breaks.
-RULE_TOOLS = (REBALANCE, DESCHEDULER, UNSTEERED)
+# The article's policy (RemoveDuplicates) has no plugin for a rule broken under the pods, nor for under-used nodes.
+WITHOUT_ARTICLE = (REBALANCE, DESCHEDULER, UNSTEERED)
 SETTLE_TIMEOUT = 180
 NODE_REPLACED = "node replaced"
+UNDER_USED = "under-used nodes"
 TIER_LABEL = "tier"
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+NOISY = {"role": "noisy"}
+# Below it a node is under-used: our compaction_threshold (the most used of cpu, memory and pods below it) and the
+# Descheduler's thresholds (each of them below it), the same nodes.
+UNDER_USED_PERCENT = 30
+RESOURCES = ("cpu", "memory", "pods")
+# HighNodeUtilization takes evictableNamespaces, which only excludes: it runs on the whole cluster, where the
+# scenario's namespace is the only one with pods.
+WHOLE_CLUSTER_PLUGINS = {"HighNodeUtilization"}
 # What the tools do where a scenario says nothing: our strategies, and the Descheduler's plugins by extension
 # point with their args (each limited to the scenario's namespace).
 SPREAD_STRATEGIES = ["duplicates", "topology_spread"]
@@ -159,12 +212,28 @@ def requiring(labels):
         "nodeSelectorTerms": [{"matchExpressions": match_expressions(labels)}]}}}
 
 
+def avoiding(labels):
+    """A required pod anti-affinity: never on a node with a pod labelled ``labels``."""
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": labels}}]}}
+
+
+def requesting(cpu, memory):
+    """A pod template's container requesting ``cpu`` and ``memory``, for pods larger than the default ones."""
+    return [{"name": "app", "image": PAUSE, "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+
+
 # first: the zones of the nodes the pods start on; replaced: how many of the first nodes are drained and deleted
 # once the pods run; added: the zones of the nodes that join before the tool runs, with their capacity;
-# pdb_max_unavailable: a PDB per Deployment; node_labels: on every node of the scenario; pod_spec: what each
-# Deployment's pod template adds; node_change: a patch of the first node once the pods run, before the added nodes
-# join (a taint or a label that breaks a rule of pods on it); strategies, descheduler_plugins, tools: as in
-# SPREAD_STRATEGIES, SPREAD_PLUGINS and TOOLS. All plain data: the results' JSON holds them.
+# pdb_max_unavailable: a PDB per Deployment; node_labels: on every node of the scenario; first_labels: on each first
+# node (in the order of first); start_on: labels of the first nodes a Deployment's pods start on (the other first
+# nodes cordoned meanwhile, the Deployments then made one at a time; all first nodes without it); pod_spec: what
+# each Deployment's pod template adds; node_change: a patch of the first node once the pods run, before the added
+# nodes join (a taint or a label that breaks a rule of pods on it); pod_change: then, a patch ("patch") of the pods
+# of Deployment "app" on the first "nodes" first nodes (a label that another pod's anti-affinity excludes);
+# compaction_threshold: the tools empty the nodes used below it (in percent), measured by the nodes emptied;
+# strategies, descheduler_plugins, tools: as in SPREAD_STRATEGIES, SPREAD_PLUGINS and TOOLS. All plain data: the
+# results' JSON holds them.
 SCENARIOS = {
     "nodes added": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a", "zone-b", "zone-c"),
                     "added_capacity": None, "apps": {"web": 6, "api": 6, "worker": 6}, "zone_spread": False},
@@ -175,7 +244,7 @@ SCENARIOS = {
                     "apps": {"web": 6}, "zone_spread": True},
     "old pool preferred": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a", "zone-b", "zone-c"),
                            "added_capacity": None, "apps": {"web": 6, "api": 6, "worker": 6}, "zone_spread": False,
-                           "preferred_label": {"kubeops.io/bench-pool": "first"}},
+                           "preferred_label": {POOL_LABEL: "first"}},
     NODE_REPLACED: {"first": ("zone-a", "zone-b", "zone-c") * 2, "replaced": 1, "added": ("zone-a",),
                     "added_capacity": None, "apps": {"web": 12, "api": 12, "worker": 12}, "zone_spread": False,
                     "pdb_max_unavailable": 1},
@@ -184,7 +253,7 @@ SCENARIOS = {
                      "pod_spec": {"gpu": {"tolerations": [dict(GPU_TAINT, operator="Equal")]}},
                      "node_change": {"spec": {"taints": [GPU_TAINT]}}, "strategies": ["node_taints"],
                      "descheduler_plugins": {"deschedule": {"RemovePodsViolatingNodeTaints": {}}},
-                     "tools": RULE_TOOLS},
+                     "tools": WITHOUT_ARTICLE},
     "node relabelled": {"first": ("zone-a", "zone-b", "zone-c"), "added": ("zone-a",), "added_capacity": None,
                         "apps": {"web": 6, "api": 6}, "zone_spread": False, "pdb_max_unavailable": 1,
                         "node_labels": {TIER_LABEL: "web"},
@@ -193,7 +262,24 @@ SCENARIOS = {
                         "strategies": ["node_affinity"],
                         "descheduler_plugins": {"deschedule": {"RemovePodsViolatingNodeAffinity": {
                             "nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution"]}}},
-                        "tools": RULE_TOOLS},
+                        "tools": WITHOUT_ARTICLE},
+    "anti-affinity broken": {"first": ("zone-a", "zone-b", "zone-c", "zone-a"), "added": ("zone-b",),
+                             "added_capacity": None, "apps": {"shy": 4, "batch": 8}, "zone_spread": False,
+                             "pdb_max_unavailable": 1, "pod_spec": {"shy": {"affinity": avoiding(NOISY)}},
+                             "pod_change": {"app": "batch", "nodes": 2, "patch": {"metadata": {"labels": NOISY}}},
+                             "strategies": ["pod_anti_affinity"],
+                             "descheduler_plugins": {"deschedule": {"RemovePodsViolatingInterPodAntiAffinity": {}}},
+                             "tools": WITHOUT_ARTICLE},
+    UNDER_USED: {"first": ("zone-a", "zone-b", "zone-c") * 2, "added": (), "added_capacity": None,
+                 "apps": {"big": 6, "small": 6}, "zone_spread": False, "pdb_max_unavailable": 1,
+                 "first_labels": ({POOL_LABEL: "big"},) * 3 + ({POOL_LABEL: "small"},) * 3,
+                 "start_on": {"big": {POOL_LABEL: "big"}, "small": {POOL_LABEL: "small"}},
+                 "pod_spec": {"big": {"containers": requesting("1500m", "4Gi"),
+                                      "affinity": requiring({POOL_LABEL: "big"})}},
+                 "compaction_threshold": UNDER_USED_PERCENT, "strategies": ["compaction"],
+                 "descheduler_plugins": {"balance": {"HighNodeUtilization": {
+                     "thresholds": dict.fromkeys(RESOURCES, UNDER_USED_PERCENT)}}},
+                 "tools": WITHOUT_ARTICLE},
 }
 # --quick: the node replaced at its smallest, 3 nodes and 2 Deployments of 2 pods per node.
 QUICK_SCENARIOS = {
@@ -240,15 +326,16 @@ def article_policy():
 
 
 def descheduler_policy(namespace, plugins):
-    """One profile: ``plugins`` ({extension point: {plugin: args}}) limited to the scenario's namespace, the
-    DefaultEvictor as shipped."""
+    """One profile: ``plugins`` ({extension point: {plugin: args}}) limited to the scenario's namespace (but
+    WHOLE_CLUSTER_PLUGINS), the DefaultEvictor as shipped."""
     return {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerPolicy",
         "profiles": [{
             "name": "rebalance",
             "pluginConfig": [{"name": "DefaultEvictor", "args": {"nodeFit": False}}] + [
-                {"name": name, "args": dict(args, namespaces={"include": [namespace]})}
+                {"name": name, "args": args if name in WHOLE_CLUSTER_PLUGINS else dict(
+                    args, namespaces={"include": [namespace]})}
                 for by_name in plugins.values() for name, args in by_name.items()],
             "plugins": dict({"filter": {"enabled": ["DefaultEvictor"]},
                              "preevictionfilter": {"enabled": ["DefaultEvictor"]}},
@@ -266,9 +353,14 @@ def zone_spread_deployment(name, replicas, node_selector):
 
 
 def breaks_rules(spec):
-    """Whether a node changes under the pods of the scenario: the tools are measured by the pods that break their
-    rules, rather than by the spread."""
-    return "node_change" in spec
+    """Whether a node or a pod changes under the pods of the scenario: the tools are measured by the pods that break
+    their rules, rather than by the spread."""
+    return "node_change" in spec or "pod_change" in spec
+
+
+def compacts(spec):
+    """Whether the tools empty the under-used nodes of the scenario: they are measured by the nodes emptied."""
+    return "compaction_threshold" in spec
 
 
 class Scenario:
@@ -283,6 +375,15 @@ class Scenario:
         self.added_nodes = {"%s-%d" % (scenario_id, index): zone
                             for index, zone in enumerate(spec["added"], start=len(self.first_nodes))}
         self.zones = dict(self.first_nodes, **self.added_nodes)
+        pinned = dict(spec.get("node_labels", {}), **{BENCH_LABEL: scenario_id})
+        first_labels = spec.get("first_labels", ({},) * len(self.first_nodes))
+        preferred = spec.get("preferred_label", {})
+        self.node_labels = {node: {**pinned, **labels, **preferred}
+                            for node, labels in zip(self.first_nodes, first_labels)}
+        self.node_labels.update(dict.fromkeys(self.added_nodes, pinned))
+        start_on = spec.get("start_on", {})
+        self.start_nodes = {app: [node for node in self.first_nodes if start_on.get(app, {}).items()
+                                  <= self.node_labels[node].items()] for app in spec["apps"]}
         hosting = self.zones if spec["added_capacity"] is None else self.first_nodes
         self.hosting_nodes = {node: zone for node, zone in hosting.items() if node not in self.replaced_nodes}
         max_unavailable = spec.get("pdb_max_unavailable")
@@ -290,7 +391,10 @@ class Scenario:
         self.pdb_min_ready = {} if max_unavailable is None else {
             app: replicas - max_unavailable for app, replicas in spec["apps"].items()}
         self.breaks_rules = breaks_rules(spec)
-        self.changed_node = next(iter(self.first_nodes)) if self.breaks_rules else None
+        self.changed_node = next(iter(self.first_nodes)) if "node_change" in spec else None
+        pod_change = spec.get("pod_change")
+        self.changed_pods_nodes = list(self.first_nodes)[:pod_change["nodes"]] if pod_change else []
+        self.compaction_threshold = spec.get("compaction_threshold")
         self.strategies = spec.get("strategies", SPREAD_STRATEGIES)
         self.descheduler_plugins = spec.get("descheduler_plugins", SPREAD_PLUGINS)
 
@@ -319,25 +423,35 @@ class Scenario:
 
 class Bench(ClusterBench):
     def build(self, scenario):
-        """Namespace, first nodes, Deployments evenly spread and Ready, the replaced nodes drained and deleted,
-        the first node changed, then the added nodes."""
+        """Namespace, first nodes, Deployments evenly spread (over the nodes they start on) and Ready, the replaced
+        nodes drained and deleted, the first node or some pods changed, then the added nodes."""
         namespace = scenario.id
         self.core.create_namespace({"metadata": {"name": namespace}})
         self.wait(lambda: self._service_account(namespace), "the namespace's service account")
         pinned = {BENCH_LABEL: scenario.id}
-        node_labels = dict(pinned, **scenario.spec.get("node_labels", {}))
         preferred = scenario.spec.get("preferred_label")
-        self._create_nodes(scenario.first_nodes, dict(node_labels, **(preferred or {})), None)
+        self._create_nodes(scenario.first_nodes, scenario.node_labels, None)
         make = zone_spread_deployment if scenario.spec["zone_spread"] else deployment
+        created = []
         for app, replicas in scenario.spec["apps"].items():
             manifest = make(app, replicas, pinned)
             if preferred:
                 manifest["spec"]["template"]["spec"]["affinity"] = preferring(preferred)
             manifest["spec"]["template"]["spec"].update(scenario.spec.get("pod_spec", {}).get(app, {}))
+            closed = [node for node in scenario.first_nodes if node not in scenario.start_nodes[app]]
+            if closed:  # the Deployments before it run first, so that the scheduler places its pods alone
+                self.wait(lambda: self.settled(scenario, created), "the Deployments of %s to be Ready" % namespace)
+                self._cordon(closed, True)
             self.apps.create_namespaced_deployment(namespace, manifest)
+            created.append(app)
+            if closed:
+                self.wait(lambda: self.settled(scenario, created), "%s of %s to be Ready" % (app, namespace))
+                self._cordon(closed, False)
+                self.wait(lambda: all(self._schedulable(name) for name in closed),
+                          "nodes %s to take pods again" % ", ".join(closed))
         self.wait(lambda: self.settled(scenario), "the Deployments of %s to be Ready" % namespace)
         first = placement(self.snapshot(namespace))
-        if scenario.skew(first, scenario.first_nodes):
+        if any(scenario.skew({app: first.get(app, {})}, nodes) for app, nodes in scenario.start_nodes.items()):
             raise RuntimeError("the scheduler did not spread %s evenly: %s" % (namespace, first))
         if scenario.replaced_nodes:
             self._retire(scenario)
@@ -349,10 +463,16 @@ class Bench(ClusterBench):
                   "the disruption controller to process the PDBs of %s" % namespace)
         if scenario.changed_node:
             self.core.patch_node(scenario.changed_node, scenario.spec["node_change"])
-            if not self.breaking_rules(scenario):
-                raise RuntimeError("no pod of %s breaks a rule after the change of %s" % (
-                    namespace, scenario.changed_node))
-        self._create_nodes(scenario.added_nodes, node_labels, scenario.spec["added_capacity"])
+        if scenario.changed_pods_nodes:
+            change = scenario.spec["pod_change"]
+            for pod in self.pods(namespace, "app=%s" % change["app"]):
+                if pod.spec.node_name in scenario.changed_pods_nodes:
+                    self.core.patch_namespaced_pod(pod.metadata.name, namespace, change["patch"])
+        if scenario.breaks_rules and not self.breaking_rules(scenario):
+            raise RuntimeError("no pod of %s breaks a rule after the change" % namespace)
+        if scenario.compaction_threshold and not under_used(self.node_pods(scenario), scenario.compaction_threshold):
+            raise RuntimeError("no node of %s is used below %d%%" % (namespace, scenario.compaction_threshold))
+        self._create_nodes(scenario.added_nodes, scenario.node_labels, scenario.spec["added_capacity"])
 
     def _pdb_processed(self, namespace, name):
         """The disruption controller has computed the PDB's status (the Eviction API answers 429 until it has)."""
@@ -381,11 +501,15 @@ class Bench(ClusterBench):
             label_selector="%s=%s" % (BENCH_LABEL, scenario.id)).items}
 
     def _create_nodes(self, zones, labels, capacity):
-        """Create the nodes and wait until they take pods: kwok made them Ready, and the node lifecycle
-        controller removed its not-ready taint (which the Descheduler and the scheduler both honour)."""
+        """Create the nodes (``labels``: by node) and wait until they take pods: kwok made them Ready, and the node
+        lifecycle controller removed its not-ready taint (which the Descheduler and the scheduler both honour)."""
         for name, zone in zones.items():
-            self.core.create_node(fake_node(name, dict(labels, **{ZONE_LABEL: zone}), capacity=capacity))
+            self.core.create_node(fake_node(name, dict(labels[name], **{ZONE_LABEL: zone}), capacity=capacity))
         self.wait(lambda: all(self._schedulable(name) for name in zones), "nodes %s to take pods" % ", ".join(zones))
+
+    def _cordon(self, names, cordoned):
+        for name in names:
+            self.core.patch_node(name, {"spec": {"unschedulable": cordoned or None}})
 
     def _schedulable(self, name):
         node = self.core.read_node(name)
@@ -395,13 +519,15 @@ class Bench(ClusterBench):
     def _service_account(self, namespace):
         return any(sa.metadata.name == "default" for sa in self.core.list_namespaced_service_account(namespace).items)
 
-    def settled(self, scenario):
-        """Every Deployment has all its replicas Ready, and no pod is Terminating or Pending."""
+    def settled(self, scenario, apps=None):
+        """Every Deployment (of ``apps``, by default all) has all its replicas Ready, and no pod is Terminating or
+        Pending."""
         pods = self.pods(scenario.id)
         if any(pod.metadata.deletion_timestamp or pod.status.phase == "Pending" for pod in pods):
             return False
         ready = collections.Counter(pod.metadata.labels["app"] for pod in pods if is_ready(pod))
-        return all(ready[app] == replicas for app, replicas in scenario.spec["apps"].items())
+        return all(ready[app] == scenario.spec["apps"][app] for app in scenario.spec["apps"] if apps is None
+                   or app in apps)
 
     def snapshot(self, namespace):
         """{pod uid: (app, node)} of the pods not Terminating."""
@@ -409,12 +535,26 @@ class Bench(ClusterBench):
                 for pod in self.pods(namespace) if not pod.metadata.deletion_timestamp}
 
     def breaking_rules(self, scenario):
-        """The uids of the scenario's pods (not Terminating) that break a rule on the node they run on."""
+        """The uids of the scenario's pods (not Terminating) that break a rule on the node they run on: of the node,
+        or an anti-affinity against a pod of the scenario beside them."""
         nodes = {node.metadata.name: node for node in self.core.list_node(
             label_selector="%s=%s" % (BENCH_LABEL, scenario.id)).items}
-        return {pod.metadata.uid for pod in self.pods(scenario.id)
-                if not pod.metadata.deletion_timestamp and pod.spec.node_name in nodes
-                and breaks_rule(pod, nodes[pod.spec.node_name])}
+        pods = [pod for pod in self.pods(scenario.id)
+                if not pod.metadata.deletion_timestamp and pod.spec.node_name in nodes]
+        beside = collections.defaultdict(list)
+        for pod in pods:
+            beside[pod.spec.node_name].append(pod)
+        return {pod.metadata.uid for pod in pods if breaks_rule(pod, nodes[pod.spec.node_name])
+                or breaks_anti_affinity(pod, beside[pod.spec.node_name])}
+
+    def node_pods(self, scenario):
+        """{node: (the node, the pods on it)} of the scenario's nodes: the pods of all namespaces, not Terminating."""
+        nodes = {node.metadata.name: (node, []) for node in self.core.list_node(
+            label_selector="%s=%s" % (BENCH_LABEL, scenario.id)).items}
+        for pod in self.core.list_pod_for_all_namespaces().items:
+            if pod.spec.node_name in nodes and not pod.metadata.deletion_timestamp:
+                nodes[pod.spec.node_name][1].append(pod)
+        return nodes
 
     def remove(self, scenario):
         """Delete the scenario and wait until it is gone, so that the next one runs on a cluster without it.
@@ -431,10 +571,11 @@ class Bench(ClusterBench):
     # The contenders: each returns the completed process and writes its output to the log.
 
     def rebalance(self, scenario, log_path, steering="PreferNoSchedule"):
-        completed = run_collection_playbook("kubeops.rotation.rebalance", {
-            "kubeops_kubeconfig": self.kubeconfig, "rebalance_namespaces": [scenario.id],
-            "rebalance_strategies": scenario.strategies, "rebalance_steering": steering},
-            self.work_dir)
+        variables = {"kubeops_kubeconfig": self.kubeconfig, "rebalance_namespaces": [scenario.id],
+                     "rebalance_strategies": scenario.strategies, "rebalance_steering": steering}
+        if scenario.compaction_threshold:
+            variables["rebalance_compaction_threshold"] = scenario.compaction_threshold
+        completed = run_collection_playbook("kubeops.rotation.rebalance", variables, self.work_dir)
         with open(log_path, "w") as handle:
             handle.write(completed.stdout + completed.stderr)
         return completed
@@ -494,6 +635,86 @@ def matches_node(pod, node):
             for expression in term.match_expressions or []) for term in required.node_selector_terms)
 
 
+def breaks_anti_affinity(pod, beside):
+    """Whether one of ``beside`` (the pods on its node, of its own namespace) is a pod that ``pod``'s required
+    hostname pod anti-affinity selects (other topology keys: the benchmark's pods have none)."""
+    anti_affinity = pod.spec.affinity and pod.spec.affinity.pod_anti_affinity
+    terms = [term for term in (anti_affinity and anti_affinity.required_during_scheduling_ignored_during_execution)
+             or [] if term.topology_key == HOSTNAME_LABEL]
+    return any(selects(term.label_selector, other.metadata.labels or {}) for term in terms for other in beside
+               if other.metadata.uid != pod.metadata.uid)
+
+
+def selects(selector, labels):
+    """Whether a label selector selects ``labels`` (no selector selects nothing, as in a pod affinity term)."""
+    if selector is None:
+        return False
+    return all(labels.get(key) == value for key, value in (selector.match_labels or {}).items()) and all(
+        SELECTOR_OPERATORS[expression.operator](labels.get(expression.key), expression.values or [])
+        for expression in selector.match_expressions or [])
+
+
+def goes_with_its_node(pod):
+    """DaemonSet and static pods: a node that runs only those is empty, and an autoscaler removes it with them."""
+    return any(owner.kind in ("DaemonSet", "Node") for owner in pod.metadata.owner_references or [])
+
+
+def requests(pod):
+    """{resource: what the pod requests} of RESOURCES (cpu in cores, memory in bytes)."""
+    asked = {name: sum(parse_quantity(((container.resources and container.resources.requests) or {}).get(name, 0))
+                       for container in pod.spec.containers) for name in ("cpu", "memory")}
+    return dict(asked, pods=1)
+
+
+def free(node, pods):
+    """{resource: what is left of ``node``'s allocatable} once ``pods`` run there."""
+    allocatable = node.status.allocatable
+    return {name: parse_quantity(allocatable[name]) - sum(requests(pod)[name] for pod in pods) for name in RESOURCES}
+
+
+def utilization(node, pods):
+    """The most used of cpu, memory and pods on ``node`` running ``pods``, in percent of its allocatable."""
+    left = free(node, pods)
+    return max(100 * (1 - left[name] / parse_quantity(node.status.allocatable[name])) for name in RESOURCES)
+
+
+def under_used(node_pods, threshold):
+    """The nodes of ``node_pods`` ({node: (the node, its pods)}) used below ``threshold`` percent."""
+    return {name for name, (node, pods) in node_pods.items() if utilization(node, pods) < threshold}
+
+
+def empty_nodes(node_pods):
+    """The nodes that run nothing but pods that go with their node: what an autoscaler removes at once."""
+    return {name for name, (_node, pods) in node_pods.items() if all(goes_with_its_node(pod) for pod in pods)}
+
+
+def removable_nodes(node_pods):
+    """How many nodes an autoscaler's scale-down could remove, simulated as cluster-autoscaler does: the emptiest
+    first, each whose pods (but those that go with it) all fit, by their requests and the node's taints and labels,
+    on the nodes that stay (the fullest first)."""
+    room = {name: free(node, pods) for name, (node, pods) in node_pods.items()}
+    by_use = sorted(node_pods, key=lambda name: utilization(*node_pods[name]))
+    removed = set()
+    for name in by_use:
+        staying = {other: dict(room[other]) for other in reversed(by_use) if other != name and other not in removed}
+        leaving = sorted((pod for pod in node_pods[name][1] if not goes_with_its_node(pod)),
+                         key=lambda pod: -requests(pod)["cpu"])
+        if all(fits_somewhere(pod, staying, node_pods) for pod in leaving):
+            removed.add(name)
+            room.update(staying)
+    return len(removed)
+
+
+def fits_somewhere(pod, room, node_pods):
+    """Put ``pod`` on the first node of ``room`` ({node: what is left}, updated) that takes it; whether one did."""
+    asked = requests(pod)
+    target = next((name for name, left in room.items() if all(asked[key] <= left[key] for key in RESOURCES)
+                   and not breaks_rule(pod, node_pods[name][0])), None)
+    if target is not None:
+        room[target] = {key: room[target][key] - asked[key] for key in RESOURCES}
+    return target is not None
+
+
 def placement(snapshot):
     """{app: {node: pods}}"""
     by_app = collections.defaultdict(collections.Counter)
@@ -527,6 +748,20 @@ def measure(scenario, before, after, breaking_before, breaking_after):
     }
 
 
+def measure_compaction(scenario, before, after, node_pods_before, node_pods_after):
+    """The nodes used below the threshold (being emptied) and the empty nodes before, the empty nodes after, how
+    many nodes the pods leave an autoscaler to remove (before: what the best compaction could free), and the
+    replacements that landed on a node being emptied (``node_pods_*``: Bench.node_pods)."""
+    emptying = under_used(node_pods_before, scenario.compaction_threshold)
+    return {
+        "under_used_before": len(emptying),
+        "empty_before": len(empty_nodes(node_pods_before)),
+        "empty_after": len(empty_nodes(node_pods_after)),
+        "removable_nodes": removable_nodes(node_pods_before),
+        "back_on_under_used": sum(1 for uid in after.keys() - before.keys() if after[uid][1] in emptying),
+    }
+
+
 def run_tool(bench, scenario, tool, log_path):
     if tool == DESCHEDULER:
         return bench.descheduler(scenario, log_path, descheduler_policy(scenario.id, scenario.descheduler_plugins))
@@ -543,6 +778,7 @@ def run_once(bench, name, spec, tool, trial, idle):
     build_seconds = time.monotonic() - build_started
     before = bench.snapshot(scenario.id)
     breaking_before = bench.breaking_rules(scenario)
+    node_pods_before = bench.node_pods(scenario) if scenario.compaction_threshold else None
     log_path = os.path.join(LOGS, scenario.id + ".log")
     problems = []
     with DisruptionWatcher(bench, scenario.id) as watcher:
@@ -559,9 +795,13 @@ def run_once(bench, name, spec, tool, trial, idle):
             problems.append("replicas not all Ready %d s after the tool" % SETTLE_TIMEOUT)
         until_settled = time.monotonic() - started
         settling = request_summary(ran, bench.request_counts())
-    result.update(measure(scenario, before, bench.snapshot(scenario.id), breaking_before,
-                          bench.breaking_rules(scenario)), all_ready=all_ready, until_settled=until_settled,
-                  log=log_path)
+    after = bench.snapshot(scenario.id)
+    result.update(measure(scenario, before, after, breaking_before, bench.breaking_rules(scenario)),
+                  all_ready=all_ready, until_settled=until_settled, log=log_path)
+    if scenario.compaction_threshold:
+        # A pod moved twice: a replacement evicted again, as the watcher saw it come and go.
+        result.update(measure_compaction(scenario, before, after, node_pods_before, bench.node_pods(scenario)),
+                      moved_twice=sum(watcher.churned.values()))
     result["own_requests_per_moved_pod"] = per_moved_pod(result.get("own_requests"), result["evictions"])
     # The tool's run and what followed until settled: the controllers' answer to the Descheduler comes after it.
     for key in ("requests", "eviction_requests", "evictions_429"):
@@ -581,6 +821,11 @@ def run_once(bench, name, spec, tool, trial, idle):
             problems.append("left the new node empty")
     if tool in (REBALANCE, UNSTEERED) and result["rule_violations_after"]:
         problems.append("left %d pod(s) breaking a rule" % result["rule_violations_after"])
+    # Unsteered, the nodes it empties are not tainted either: the scheduler (LeastAllocated) may put every pod back.
+    if tool == REBALANCE and scenario.compaction_threshold and result["empty_after"] <= result["empty_before"]:
+        problems.append("emptied no node")
+    if tool in (REBALANCE, UNSTEERED) and scenario.compaction_threshold and result["moved_twice"]:
+        problems.append("moved %d pod(s) twice" % result["moved_twice"])
     result.update(problems=problems, build_seconds=build_seconds)
     return scenario, result
 
@@ -590,7 +835,8 @@ def summary(runs):
     keys = ("evictions", "on_new_nodes", "back_on_old_node", "skew_before", "final_max_skew", "node_spread_before",
             "node_spread", "wall", "until_settled", "requests", "requests_until_settled", "net_requests_until_settled",
             "eviction_requests_until_settled", "evictions_429_until_settled", "own_requests",
-            "own_requests_per_moved_pod", "rule_violations_before", "rule_violations_after", "landed_badly")
+            "own_requests_per_moved_pod", "rule_violations_before", "rule_violations_after", "landed_badly",
+            "under_used_before", "empty_before", "empty_after", "removable_nodes", "back_on_under_used", "moved_twice")
     merged = {key: median(runs, key) for key in keys}
     merged["violations"] = None if runs[0]["violations"] is None else sum(run["violations"] for run in runs)
     merged["all_ready"] = all(run["all_ready"] for run in runs)
@@ -602,6 +848,9 @@ def print_run(trial, scenario, tool, result):
     if scenario.breaks_rules:
         measures = "breaking a rule %d -> %d  landed badly %d" % (
             result["rule_violations_before"], result["rule_violations_after"], result["landed_badly"])
+    elif scenario.compaction_threshold:
+        measures = "empty nodes %d -> %d  back on under-used %d  moved twice %d" % (
+            result["empty_before"], result["empty_after"], result["back_on_under_used"], result["moved_twice"])
     else:
         measures = "back %2d  skew %d -> %d  per node %d -> %d" % (
             result["back_on_old_node"], result["skew_before"], result["final_max_skew"], result["node_spread_before"],
@@ -656,6 +905,25 @@ def print_rule_table(name, summaries):
             fmt(row["own_requests"], "8.0f"), fmt(row["own_requests_per_moved_pod"], "9.1f"),
             row["eviction_requests_until_settled"], row["evictions_429_until_settled"],
             "yes" if row["all_ready"] else "NO"))
+
+
+def print_compaction_table(name, summaries):
+    """The compaction's measures, for a scenario with under-used nodes."""
+    first = next(iter(summaries.values()))
+    print("\n%s (nodes used below the threshold before: %g, empty before: %g, that an autoscaler could remove "
+          "after the best compaction: %g)" % (name, first["under_used_before"], first["empty_before"],
+                                              first["removable_nodes"]))
+    header = "%-20s %9s %11s %11s %11s %11s %7s %9s %8s %9s %8s %6s %6s" % (
+        "tool", "evictions", "empty after", "landed back", "moved twice", "PDB crossed", "wall s", "settled s",
+        "own req", "own/moved", "evict rq", "429s", "ready")
+    print(header)
+    print("-" * len(header))
+    for tool, row in summaries.items():
+        print("%-20s %9g %11g %11g %11g %11s %7.1f %9.1f %8s %9s %8g %6g %6s" % (
+            tool, row["evictions"], row["empty_after"], row["back_on_under_used"], row["moved_twice"],
+            fmt(row["violations"], "11d"), row["wall"], row["until_settled"], fmt(row["own_requests"], "8.0f"),
+            fmt(row["own_requests_per_moved_pod"], "9.1f"), row["eviction_requests_until_settled"],
+            row["evictions_429_until_settled"], "yes" if row["all_ready"] else "NO"))
 
 
 def parse_args(argv=None):
@@ -726,11 +994,15 @@ def main(argv=None):
           "of theirs left; node m-m: max-min of all pods per node; requests: over the tool's run, to settle: until "
           "settled, net settle: less the idle rate; own req: the tool's own requests over its run (audit log), "
           "own/moved: per pod evicted; evict rq: eviction requests until settled; rule before, rule after: pods "
-          "breaking a rule (a taint, a node selector or affinity) where they run; landed badly: replacements on a "
-          "node their Deployment's pods were evicted from or where they break a rule; PDB crossed, violation: PDBs "
-          "whose minimum was crossed" % args.trials)
+          "breaking a rule (a taint, a node selector or affinity, a pod anti-affinity) where they run; landed badly: "
+          "replacements on a node their Deployment's pods were evicted from or where they break a rule; empty "
+          "after: nodes running no pod (but DaemonSet ones); landed back: replacements on a node used below the "
+          "threshold before (one being emptied); moved twice: replacements evicted again; PDB crossed, violation: "
+          "PDBs whose minimum was crossed" % args.trials)
     for name, by_tool in summaries.items():
-        (print_rule_table if breaks_rules(args.scenarios[name]) else print_table)(name, by_tool)
+        spec = args.scenarios[name]
+        (print_rule_table if breaks_rules(spec) else print_compaction_table if compacts(spec) else print_table)(
+            name, by_tool)
     with open(args.json, "w") as handle:
         json.dump({"trials": args.trials, "quick": args.quick, "idle_seconds": args.idle,
                    "scenarios": args.scenarios, "summaries": summaries, "runs": runs,

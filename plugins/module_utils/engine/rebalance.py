@@ -10,9 +10,9 @@ by default), so the scheduler puts the replacements on the planned nodes
 rather than back where they came from. The taints are removed when the
 pass ends, fails or times out; a pass killed in between leaves them, and
 the next pass removes them before it plans. A compaction pass steers the nodes
-it empties with NoSchedule, whatever the steering asked (a scheduler that spreads
-by default would choose them), and keeps the nodes it fills from autoscalers
-(plan.rebalance.compaction.KEEP_NODE) until it ends.
+it empties with NoSchedule, whatever the steering asked, even none (a scheduler
+that spreads by default would choose them), and keeps the nodes it fills from
+autoscalers (plan.rebalance.compaction.KEEP_NODE) until it ends.
 """
 
 from __future__ import annotations
@@ -126,19 +126,21 @@ def rebalance(client, request, check_mode=False):
     by_key = {pod_key(pod): pod for pod in pods}
     pod_plans = [judge(by_key[move["pod"]], settings.options) for move in plan["moves"]]
     receivers = {move["to"] for move in plan["moves"]}
-    steered = [name for name in plan["nodes"] if name not in receivers] if request.steering != "none" else []
-    emptied = set((plan.get("compaction") or {}).get("emptied", ()))
+    # Node -> the effect of its steering taint: the nodes that receive nothing, as asked; the nodes a compaction
+    # empties NoSchedule even without steering (a scheduler spreading by default sends the pods straight back).
+    effects = dict.fromkeys((name for name in plan["nodes"] if name not in receivers), request.steering) \
+        if request.steering != "none" else {}
+    emptied = (plan.get("compaction") or {}).get("emptied", ())
+    effects.update(dict.fromkeys(emptied, "NoSchedule"))
+    steered = sorted(effects)
     kept = sorted(receivers) if emptied else []
-    if emptied and request.steering != "none":
-        steered = sorted(set(steered) | emptied)
     run = EvictionRun(client, request.eviction, hooks=[EventRecorder(client, request.eviction.reason)])
     try:
         # Leftover taints were taken off above: those nodes as listed before would look steered already.
         current = client.list_all(client.core.list_node) if leftover else nodes
         keep_nodes(client, [node for node in current if node_name(node) in kept], True)
-        for effect, names in (("NoSchedule", emptied), (request.steering, set(steered) - emptied)):
-            set_steering(client, [node for node in current if node_name(node) in names and node_name(node)
-                                  in steered], effect)
+        for effect in ("NoSchedule", "PreferNoSchedule"):
+            set_steering(client, [node for node in current if effects.get(node_name(node)) == effect], effect)
         states = run.run(pod_plans)
     finally:
         clear_steering(client, steered)
