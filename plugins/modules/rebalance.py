@@ -62,6 +62,7 @@ options:
       - Each pod these three move goes to a node that accepts it, the one with
         the fewest pods of its owner first; one that no node takes is in
         RV(stuck) (not for a preferred affinity, which is no violation).
+        DaemonSet and static pods stay with their node and are not counted.
       - V(topology_spread) moves pods that break their own DoNotSchedule
         topologySpreadConstraints (any topology key), from the most to the
         least populated domains.

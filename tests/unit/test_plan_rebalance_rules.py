@@ -170,3 +170,11 @@ def test_a_node_a_pass_fills_is_kept_from_autoscalers_and_only_what_the_pass_add
     assert keep_node_patch(marked, False)[1]["value"] == {"karpenter.sh/do-not-disrupt": "true", "team": "a"}, \
         "the node's own do-not-disrupt stays"
     assert keep_node_patch(own, False) == []
+
+
+def test_a_daemonset_pod_under_a_new_taint_is_no_violation_and_no_stuck_move():
+    nodes = [node("tainted", "a", taints=[GPU_TAINT]), node("n1", "a")]
+    pods = [pod("agent-0", "tainted", kind="DaemonSet", app="agent"), pod("web-0", "tainted")]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("node_taints"))
+    assert [move["pod"] for move in plan["moves"]] == ["ns/web-0"] and plan["stuck"] == []
+    assert list(plan["violations_before"]["node_taints"]) == ["ns/web-0"]

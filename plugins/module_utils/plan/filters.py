@@ -107,6 +107,11 @@ def daemonset_filter(pod, options):
     return None
 
 
+def goes_with_its_node(pod):
+    """DaemonSet and static pods are never moved: they run where their node is, and go with it."""
+    return daemonset_filter(pod, None) is not None or mirror_filter(pod, None) is not None
+
+
 def terminal_filter(pod, options):
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import DO_NOT_DISRUPT
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.patches import guarded
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import moved_to, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import daemonset_filter, mirror_filter
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import goes_with_its_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import room_utilization
 
 
@@ -44,13 +44,9 @@ def keep_node_patch(node, keep):
     return guarded(node, [{"op": "add", "path": "/metadata/annotations", "value": annotations}])
 
 
-def goes_with_its_node(pod):
-    """DaemonSet and static pods are not moved: an autoscaler removes a node that runs only those."""
-    return daemonset_filter(pod, None) is not None or mirror_filter(pod, None) is not None
-
-
 def empty_nodes(nodes, pods):
-    """The names of ``nodes`` that run no pod but DaemonSet and static ones: what an autoscaler may remove."""
+    """The names of ``nodes`` that run no pod but DaemonSet and static ones (which an autoscaler does not count):
+    what an autoscaler may remove."""
     busy = {pod["spec"].get("nodeName") for pod in pods if not goes_with_its_node(pod)}
     return sorted(node["metadata"]["name"] for node in nodes if node["metadata"]["name"] not in busy)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import node_selector_term_matches
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import goes_with_its_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import matches_node_affinity
 
 
@@ -28,16 +29,19 @@ def preferred_score(pod, node):
 
 
 def violations(nodes, pods):
-    """Pod key -> the node whose labels no longer satisfy the pod's node selector or required node affinity."""
+    """Pod key -> the node whose labels no longer satisfy the pod's node selector or required node affinity;
+    DaemonSet and static pods aside, which stay with their node."""
     by_name = {node["metadata"]["name"]: node for node in nodes}
-    return {pod_key(pod): node_of(pod) for pod in pods
-            if node_of(pod) in by_name and not matches_node_affinity(pod, by_name[node_of(pod)])}
+    return {pod_key(pod): node_of(pod) for pod in pods if node_of(pod) in by_name and not goes_with_its_node(pod)
+            and not matches_node_affinity(pod, by_name[node_of(pod)])}
 
 
 def balance(planner):
     """A pod its node's labels no longer select moves to a node they do; a pod with preferred terms moves
     only to a node that scores higher than its own, the highest first."""
     for pod in sorted(planner.pods, key=pod_key):
+        if goes_with_its_node(pod):
+            continue
         source = node_of(pod)
         node = planner.room.nodes[source]
         if not matches_node_affinity(pod, node):

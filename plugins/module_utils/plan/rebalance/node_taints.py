@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import taint_text, taints_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import goes_with_its_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import tolerates
 
 # Taints a cordon or this collection's own steps put on: the pods under them are a drain's or a rotation's
@@ -27,11 +28,12 @@ def untolerated(pod, node):
 
 
 def violations(nodes, pods):
-    """Pod key -> "node: taint" of each pod on one of ``nodes`` under a NoSchedule taint it does not tolerate."""
+    """Pod key -> "node: taint" of each pod on one of ``nodes`` under a NoSchedule taint it does not tolerate;
+    DaemonSet and static pods aside, which stay with their node."""
     by_name = {node["metadata"]["name"]: node for node in nodes}
     found = {}
     for pod in pods:
-        node = by_name.get(node_of(pod))
+        node = by_name.get(node_of(pod)) if not goes_with_its_node(pod) else None
         taint = untolerated(pod, node) if node else None
         if taint:
             found[pod_key(pod)] = "%s: %s" % (node_of(pod), taint_text(taint))
@@ -42,6 +44,8 @@ def balance(planner):
     """Each selected pod under a taint it does not tolerate moves to the node the planner ranks first among
     those it fits on."""
     for pod in sorted(planner.pods, key=pod_key):
+        if goes_with_its_node(pod):
+            continue
         source = node_of(pod)
         taint = untolerated(pod, planner.room.nodes[source])
         if taint is not None:

@@ -10,6 +10,7 @@ rule where it is."""
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import goes_with_its_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
     anti_affinity_hit,
     hostname_anti_affinity_terms,
@@ -26,14 +27,15 @@ def excluded_beside(pod, others):
 
 
 def violations(nodes, pods):
-    """Pod key -> "node: the pod it excludes" of each of ``pods`` that shares one of ``nodes`` with such a pod."""
+    """Pod key -> "node: the pod it excludes" of each of ``pods`` that shares one of ``nodes`` with such a pod;
+    DaemonSet and static pods aside, which stay with their node."""
     names = {node["metadata"]["name"] for node in nodes}
     by_node = {}
     for pod in pods:
         by_node.setdefault(node_of(pod), []).append(pod)
     found = {}
     for pod in pods:
-        if node_of(pod) in names:
+        if node_of(pod) in names and not goes_with_its_node(pod):
             other = excluded_beside(pod, by_node[node_of(pod)])
             if other is not None:
                 found[pod_key(pod)] = "%s: %s" % (node_of(pod), pod_key(other))
@@ -46,7 +48,7 @@ def balance(planner):
     is broken."""
     room = planner.room
     for pod in sorted(planner.pods, key=pod_key):
-        if pod_key(pod) in planner.moved:
+        if pod_key(pod) in planner.moved or goes_with_its_node(pod):
             continue
         source = node_of(pod)
         other = excluded_beside(pod, room.pods_by_node[source])
