@@ -366,7 +366,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     run_module,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, drain
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionSettings, Limits
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings, Limits
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
     field_selector_error,

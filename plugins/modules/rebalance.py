@@ -453,7 +453,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     kubernetes_module,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionSettings, Limits
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings, Limits
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rebalance import RebalanceRequest, rebalance
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (

@@ -1,6 +1,6 @@
 """Through a flaky network (tests/cluster/flaky_proxy.py between the collection and the API server: a share of
 the connections reset, of the answers stalled, and of the answers dropped after the request reached the server),
-a rotation and a drain finish, and nothing is done twice: evictions counted from the API server's own
+a rotation, a drain and a rebalance pass finish, and nothing is done twice: evictions counted from the API server's own
 apiserver_request_total, restarts from the workloads, moved pods from their uids.
 
 Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style.
@@ -14,6 +14,7 @@ import urllib.parse
 import pytest
 from conftest import TEST_LABEL, wait_until
 from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
+from test_rebalance import APPS, piled_up, pods_per_node, steering_taints, uids, zoned_nodes
 from test_rotation_moves_once import RestartWatcher, assert_moved_once, protected_scenario
 
 from flaky_proxy import FlakyProxy
@@ -77,4 +78,30 @@ def test_a_drain_through_a_flaky_network_evicts_each_pod_once_and_says_what_it_r
     assert step["summary"]["evicted"] + step["summary"].get("gone", 0) == 12, step["summary"]
     assert evictions_since(cluster, before) == 12, "each pod evicted once"
     assert watcher.min_ready["web"] >= 10, "the PDB (maxUnavailable 2) was crossed"
+    assert sum(step["api_retries"].values()) >= 1 and proxy.stats["drop"] >= 1, (step["api_retries"], proxy.stats)
+
+
+def test_a_rebalance_through_a_flaky_network_moves_each_planned_pod_once_and_leaves_no_taint(
+        cluster, namespace, make_nodes, run_play, test_id, flaky):
+    proxy, kubeconfig = flaky
+    old = piled_up(cluster, namespace, make_nodes, test_id)
+    new = zoned_nodes(make_nodes, "abc", "new")
+    before_uids = uids(cluster, namespace)
+    before = eviction_requests(cluster)
+    proxy.set_rates(reset=0.08, drop=0.08, stall=0.04)
+    play = run_play([{"kubeops.rotation.rebalance": {
+        "namespaces": [namespace], "max_unavailable_per_owner": "100%", "timeout": 240}}],
+        connection={"kubeconfig": kubeconfig})
+    proxy.set_rates(reset=0, drop=0, stall=0)
+    print("faults:", proxy.stats, "retried:", play.steps[0].get("api_retries"))
+    assert play.rc == 0, play
+    step = play.steps[0]
+    moved = before_uids - uids(cluster, namespace)
+    assert step["moves"] and len(moved) == len(step["moves"]), "exactly the planned pods moved"
+    assert evictions_since(cluster, before) == len(step["moves"]), "each planned pod evicted once"
+    assert step["back_on_source"] == [], "no replacement went back to a node it was moved from"
+    for app in APPS:
+        counts = pods_per_node(cluster, namespace, app, old + new)
+        assert max(counts.values()) - min(counts.values()) <= 1, (app, counts)
+    assert steering_taints(cluster, old + new) == [], "the steering taints are gone"
     assert sum(step["api_retries"].values()) >= 1 and proxy.stats["drop"] >= 1, (step["api_retries"], proxy.stats)

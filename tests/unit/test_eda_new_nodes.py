@@ -16,6 +16,9 @@ from types import SimpleNamespace
 import pytest
 from builders import node as built_node
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api import watch as watch_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import Client
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS_ROOT = os.path.join(REPO, ".cache", "checkout")
 PLUGIN = "ansible_collections.kubeops.rotation.extensions.eda.plugins.event_source.new_nodes"
@@ -256,14 +259,14 @@ def test_nodeclaims_where_there_is_no_karpenter_are_asked_again_after_ten_minute
     answers = [None, None, "fail", [{"metadata": {"name": "c1"}, "status": {}}]]
     calls = []
 
-    def read(client, selector):
-        calls.append(selector)
+    def read(client, label_selector=None, _request_timeout=None):
+        calls.append((label_selector, _request_timeout))
         answer = answers[len(calls) - 1]
         if answer == "fail":
             raise RuntimeError("connection reset")
         return answer
 
-    monkeypatch.setattr(source, "read_nodeclaims", read)
+    monkeypatch.setattr(source, "served_node_claims", read)
     clock = [0.0]
     settings = source.settings_from_args({"label_selector": "pool=a"}, {})
     new_nodes = source.NewNodesSource(settings, client=None, clock=lambda: clock[0])
@@ -272,18 +275,20 @@ def test_nodeclaims_where_there_is_no_karpenter_are_asked_again_after_ten_minute
         clock[0] = now
         results.append(new_nodes._nodeclaims())  # pylint: disable=protected-access
     assert results == [None, None, None, None, [{"metadata": {"name": "c1"}, "status": {}}]]
-    assert calls == ["pool=a"] * 4, "not asked at 100 s: the API was absent at 0 s"
+    assert calls == [("pool=a", 15)] * 4, "not asked at 100 s: the API was absent at 0 s"
 
 
 class FakeNodesApi:
-    """list_node answers from a script: an exception to raise, or the pages (items, resourceVersion) of one list."""
+    """list_node answers from a script: an exception to raise, or the pages (items, resourceVersion) of one list,
+    as the API's JSON."""
 
     def __init__(self, lists):
         self.lists = list(lists)
         self.pages = []
         self.selectors = []
 
-    def list_node(self, limit, _continue, label_selector):
+    def list_node(self, limit, _continue, _preload_content, label_selector=None, allow_watch_bookmarks=None):
+        assert not _preload_content and allow_watch_bookmarks
         self.selectors.append(label_selector)
         if _continue is None:
             answer = self.lists.pop(0)
@@ -291,16 +296,25 @@ class FakeNodesApi:
                 raise answer
             self.pages = list(answer)
         items, version = self.pages.pop(0)
-        more = "next" if self.pages else None
-        return SimpleNamespace(items=items, metadata=SimpleNamespace(resource_version=version, _continue=more))
+        metadata = {"resourceVersion": version, "continue": "next" if self.pages else None}
+        return SimpleNamespace(data=json.dumps({"items": items, "metadata": metadata}).encode())
+
+
+class FakeClient:
+    """The nodes of a FakeNodesApi, listed page by page as the collection's client lists them."""
+
+    list_with_version = Client.list_with_version
+
+    def __init__(self, api):
+        self.core = api
 
 
 def test_following_nodes_survives_failures_relists_after_a_lost_watch_and_resumes_from_the_last_version(
         monkeypatch):
     api = FakeNodesApi([RuntimeError("connection refused"),
-                        [([node("a")], "10"), ([node("b")], "11")],  # two pages of one snapshot, at version 10
+                        [([node("a")], "10"), ([node("b")], "10")],  # two pages of one snapshot, at version 10
                         [([node("a"), node("b"), node("c")], "20")]])
-    client = SimpleNamespace(core=api, to_dict=lambda item: item)
+    client = FakeClient(api)
     stop = threading.Event()
     versions = []
 
@@ -315,7 +329,7 @@ def test_following_nodes_survives_failures_relists_after_a_lost_watch_and_resume
         stop.set()
         yield "MODIFIED", node("d")
 
-    monkeypatch.setattr(source, "watch", watch)
+    monkeypatch.setattr(watch_module, "watch", watch)
     delivered = []
     source.follow_nodes(client, "pool=a", delivered.append, stop, backoff=source.Backoff(first=0.001, cap=0.01))
     assert [(kind, [one["metadata"]["name"] for one in payload] if kind == "listed" else payload["metadata"]["name"])
@@ -324,6 +338,35 @@ def test_following_nodes_survives_failures_relists_after_a_lost_watch_and_resume
     assert versions == [("10", "pool=a"), ("20", "pool=a"), ("25", "pool=a")], \
         "watched from the list's version, from a new list's after the 410, then from the bookmark's"
     assert api.selectors == ["pool=a"] * 4
+
+
+class CountingBackoff(source.Backoff):
+    """A Backoff of a millisecond that counts its delays."""
+
+    def __init__(self):
+        super().__init__(first=0.001, cap=0.001)
+        self.delays = 0
+
+    def next(self):
+        self.delays += 1
+        return super().next()
+
+
+def test_a_watch_that_ends_at_once_with_nothing_is_opened_again_only_after_a_backoff(monkeypatch):
+    api = FakeNodesApi([[([node("a")], "10")]])
+    stop = threading.Event()
+    opened = []
+
+    def watch(_list_method, version, _timeout, **_kwargs):
+        opened.append(version)
+        if len(opened) == 5:
+            stop.set()
+        return iter(())
+
+    monkeypatch.setattr(watch_module, "watch", watch)
+    backoff = CountingBackoff()
+    source.follow_nodes(FakeClient(api), None, [].append, stop, backoff=backoff)
+    assert opened == ["10"] * 5 and backoff.delays == 5, "one backoff after each, not a busy loop"
 
 
 # --- the event loop, fed by a scripted watch instead of a cluster --------------------------------------------
@@ -349,7 +392,7 @@ def run_source(monkeypatch, script, seconds, debounce, **args):
     was told to stop."""
     scripted = ScriptedWatch(script)
     monkeypatch.setattr(source, "follow_nodes", scripted)
-    monkeypatch.setattr(source, "read_nodeclaims", lambda client, selector: None)
+    monkeypatch.setattr(source, "served_node_claims", lambda client, **kwargs: None)
     settings = source.settings_from_args(dict({"debounce_seconds": debounce}, **args), {})
     queue = asyncio.Queue()
 

@@ -10,6 +10,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter i
     claims_by_node,
     drift_reason,
     is_drifted,
+    is_initialized,
     nodepool_zones,
 )
 
@@ -73,6 +74,13 @@ def test_is_drifted_reads_the_drifted_condition_only():
     not_drifted = claim(drifted=None)
     not_drifted["status"]["conditions"].append({"type": "Expired", "status": "True"})
     assert is_drifted(not_drifted) is False
+
+
+def test_a_claim_is_initialized_only_once_its_initialized_condition_is_true():
+    assert is_initialized(claim()) is False and is_initialized({"metadata": {"name": "new"}}) is False
+    initialized = claim()
+    initialized["status"]["conditions"].append({"type": "Initialized", "status": "True"})
+    assert is_initialized(initialized) is True
 
 
 def test_a_claim_names_its_pool_from_its_label():

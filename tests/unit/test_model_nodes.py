@@ -3,6 +3,7 @@ from __future__ import annotations
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     condition_status,
     is_schedulable,
+    node_condition,
     node_summary,
     nodes_report,
 )
@@ -22,6 +23,8 @@ def test_a_missing_condition_has_no_status_and_the_node_is_not_ready():
     bare = {"metadata": {"name": "a"}}
     assert condition_status(bare, "Ready") is None
     assert condition_status(node("a", ready="False"), "Ready") == "False"
+    assert node_condition(bare, "Ready") is None
+    assert node_condition(node("a", ready="False"), "Ready")["status"] == "False"
     assert node_summary(bare) == {"name": "a", "ready": False, "unschedulable": False, "schedulable": False,
                                   "taints": [], "zone": None, "kubelet_version": None, "created": None, "labels": {}}
 

@@ -401,15 +401,16 @@ class Client:
             if not token:
                 return items, metadata.get("resourceVersion")
 
-    def list_custom(self, group, version, plural, page_size=500):
+    def list_custom(self, group, version, plural, page_size=500, **kwargs):
         """Every object of a cluster-scoped custom resource, fetched page by page; None when the API server
-        does not serve the resource (its CRD is not installed)."""
+        does not serve the resource (its CRD is not installed). ``kwargs`` go to each page's call
+        (label_selector, _request_timeout)."""
         items = []
         token = None
         while True:
             try:
                 page = self.custom.list_cluster_custom_object(group, version, plural, limit=page_size,
-                                                              _continue=token)
+                                                              _continue=token, **kwargs)
             except ApiException as exc:
                 if is_not_found(exc) and not items:
                     return None

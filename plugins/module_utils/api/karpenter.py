@@ -11,10 +11,16 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 GROUP, VERSION = "karpenter.sh", "v1"
 
 
+def served_node_claims(client, **kwargs):
+    """Every NodeClaim, listed once, page by page (``kwargs`` as for Client.list_custom: label_selector,
+    _request_timeout); None on a cluster without Karpenter (the API server serves no NodeClaims)."""
+    return client.list_custom(GROUP, VERSION, "nodeclaims", **kwargs)
+
+
 def node_claims(client, required=False):
     """Every NodeClaim, listed once, page by page; [] (or NotFound when ``required``) on a cluster without
     Karpenter."""
-    claims = client.list_custom(GROUP, VERSION, "nodeclaims")
+    claims = served_node_claims(client)
     if claims is None and required:
         raise NotFound("This cluster serves no Karpenter NodeClaims (karpenter.sh/v1): karpenter_drifted and "
                        "karpenter_budgets need Karpenter v1; nothing was changed.")

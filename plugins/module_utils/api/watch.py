@@ -76,32 +76,57 @@ class Informer:
         self.objects = None
         self.version = None
 
+    def start_from(self, version, objects=None):
+        """Watch from ``version`` without listing first, knowing ``objects`` ({uid: object}) so far."""
+        self.version = version
+        self.objects = dict(objects or {})
+        return self
+
     def relist(self):
         items, self.version = self.client.list_with_version(self.list_method, **self.kwargs)
         self.objects = {item["metadata"]["uid"]: item for item in items}
         return self.objects
 
-    def wait(self, until, deadline):
-        """What ``until(objects)`` returns, once it is true or ``deadline`` (of the clock) passed."""
+    def wait(self, until, deadline, ended=None):
+        """What ``until(objects, change)`` returns, once it is true or ``deadline`` (of the clock) passed.
+
+        ``change`` is what was just seen: (event type, object) after an event, RELISTED after a list that
+        replaced the objects, None at the first look. ``ended(seconds, quiet)``, when given, is called after each
+        watch that ended by itself, with how long it ran and whether nothing (not even a bookmark) came; the wait
+        ends when it returns true. A caller that waits for long guards there against a watch that ends at once,
+        again and again (a proxy's timeout), which would otherwise be opened again in a busy loop.
+        """
         if self.objects is None:
             self.relist()
-        answer = until(self.objects)
+        answer = until(self.objects, None)
         while not answer:
-            remaining = deadline - self.clock()
+            opened = self.clock()
+            remaining = deadline - opened
             if remaining <= 0:
                 return answer
+            quiet = True
             try:
                 for event_type, obj in watch(self.list_method, self.version, remaining, **self.kwargs):
+                    quiet = False
                     metadata = obj.get("metadata") or {}
                     self.version = metadata.get("resourceVersion") or self.version
+                    if event_type == "BOOKMARK":
+                        continue
                     if event_type == "DELETED":
                         self.objects.pop(metadata.get("uid"), None)
                     else:
                         self.objects[metadata.get("uid")] = obj
-                    answer = until(self.objects)
+                    answer = until(self.objects, (event_type, obj))
                     if answer:
                         return answer
             except WatchExpired:
                 self.relist()
-                answer = until(self.objects)
+                answer = until(self.objects, RELISTED)
+            else:
+                if ended is not None and ended(self.clock() - opened, quiet):
+                    return answer
         return answer
+
+
+# The change an Informer passes to ``until`` after listing again: anything may have changed.
+RELISTED = ("RELISTED", None)

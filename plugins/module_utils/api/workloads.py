@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Informer
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Informer, list_resource_version
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import SURGE_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import controller_of
@@ -33,9 +33,20 @@ def kind_api(client, kind):
                    getattr(api, "list_namespaced_%s" % suffix), getattr(api, "list_%s_for_all_namespaces" % suffix))
 
 
-def read_workload(client, workload):
-    """The workload (a Workload) as a dict, or None when it is gone."""
-    return client.read_or_none(kind_api(client, workload.kind).read, workload.name, workload.namespace)
+def read_workload(client, workload, required=False):
+    """The workload (a Workload) as a dict; None when it is gone, or with ``required`` the API's 404."""
+    read = kind_api(client, workload.kind).read
+    if required:
+        return client.call_json(read, workload.name, workload.namespace)
+    return client.read_or_none(read, workload.name, workload.namespace)
+
+
+def workloads_in(client, kind, namespace=None, label_selector=None):
+    """The workloads of ``kind`` in a namespace (None: in every one) matching a label selector, as dicts."""
+    calls = kind_api(client, kind)
+    if namespace is None:
+        return client.list_all(calls.list_all, label_selector=label_selector)
+    return client.list_all(calls.list_namespaced, namespace=namespace, label_selector=label_selector)
 
 
 def deployment_of(client, namespace, replica_set):
@@ -64,7 +75,10 @@ def patch_autoscaler(client, namespace, name, body):
     return client.call_json(client.autoscaling.patch_namespaced_horizontal_pod_autoscaler, name, namespace, body)
 
 
-def pdbs_in(client, namespace):
+def pdbs_in(client, namespace=None):
+    """The PodDisruptionBudgets of a namespace (None: of every one), as dicts."""
+    if namespace is None:
+        return client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
     return client.list_all(client.policy.list_namespaced_pod_disruption_budget, namespace=namespace)
 
 
@@ -98,12 +112,50 @@ def is_removed(client, pod):
         bool(current["metadata"].get("deletionTimestamp"))
 
 
-def pods_informer(client, namespace):
-    """An Informer of the pods of a namespace."""
-    return Informer(client, client.core.list_namespaced_pod, namespace=namespace)
+def delete_pod(client, pod, delete_options):
+    metadata = pod["metadata"]
+    client.core.delete_namespaced_pod(metadata["name"], metadata["namespace"], body=delete_options)
 
 
-def workload_informer(client, workload):
+def _pods_list(client, namespace=None, node=None, label_selector=None):
+    """(list call, its arguments) of the pods of a namespace (None: of every one), on a node, matching a selector."""
+    kwargs = {}
+    if node:
+        kwargs["field_selector"] = "spec.nodeName=%s" % node
+    if label_selector:
+        kwargs["label_selector"] = label_selector
+    if namespace is None:
+        return client.core.list_pod_for_all_namespaces, kwargs
+    return client.core.list_namespaced_pod, dict(kwargs, namespace=namespace)
+
+
+def pods_informer(client, namespace=None, node=None, label_selector=None, clock=None):
+    """An Informer of the pods of a namespace (None: of every one), on one node, matching a label selector."""
+    list_method, kwargs = _pods_list(client, namespace, node, label_selector)
+    return Informer(client, list_method, clock, **kwargs)
+
+
+def pods_in(client, namespace=None, label_selector=None):
+    """The pods of a namespace (None: of every one) matching a label selector, as dicts."""
+    if namespace is None:
+        return client.list_all(client.core.list_pod_for_all_namespaces, label_selector=label_selector)
+    return client.list_all(client.core.list_namespaced_pod, namespace=namespace, label_selector=label_selector)
+
+
+def pods_version(client, namespace=None, node=None):
+    """The resourceVersion a watch of those pods starts from to miss nothing that happens after this call."""
+    list_method, kwargs = _pods_list(client, namespace, node)
+    return list_resource_version(list_method, **kwargs)
+
+
+def pdbs_informer(client, namespace=None):
+    """An Informer of the PodDisruptionBudgets of a namespace (None: of every one)."""
+    if namespace is None:
+        return Informer(client, client.policy.list_pod_disruption_budget_for_all_namespaces)
+    return Informer(client, client.policy.list_namespaced_pod_disruption_budget, namespace=namespace)
+
+
+def workload_informer(client, workload, clock=None):
     """An Informer of one workload."""
-    return Informer(client, kind_api(client, workload.kind).list_namespaced, namespace=workload.namespace,
+    return Informer(client, kind_api(client, workload.kind).list_namespaced, clock, namespace=workload.namespace,
                     field_selector="metadata.name=%s" % workload.name)

@@ -15,15 +15,16 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
-    EvictionRun,
-    summarize_entries,
-    timeout_message,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import (
+    Outcome,
+    summarize_entries,
+    timeout_message,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import (
     judge_all,
     left_behind,
@@ -102,9 +103,9 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     if node_names and settings.wait:
         result["remaining"] = remaining_on_nodes(client, node_names, options)
         result["summary"]["remaining"] = len(result["remaining"])
-    failed = [s for s in states if s.outcome == "failed"]
+    failed = [s for s in states if s.outcome is Outcome.FAILED]
     if run.timed_out:
-        raise TimedOut(timeout_message(run, states, settings.timeout), result)
+        raise TimedOut(timeout_message(states, settings.timeout, run.waiting_for), result)
     if failed:
         wanted = sum(1 for s in states if s.plan.removes)
         reasons = "; ".join("%s: %s" % (pod_key(s.pod), s.detail) for s in failed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.events import create_event
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import MANAGER
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 
@@ -77,6 +78,6 @@ class EventRecorder(EvictionHooks):
             "reportingInstance": socket.gethostname(), "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
         try:
-            self.client.call_json(self.client.core.create_namespaced_event, namespace, body)
+            create_event(self.client, namespace, body)
         except (ApiException, ConnectionFailed):  # an event is a courtesy: lacking RBAC for events, or its
             pass  # answer lost on the way back, must not stop a drain

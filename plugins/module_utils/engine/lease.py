@@ -13,6 +13,11 @@ import time
 from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import (
+    create_lease,
+    read_lease,
+    replace_lease,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
@@ -54,8 +59,7 @@ class LeaseKeeper:
         self.progress = progress
 
     def read(self):
-        return self.client.read_or_none(self.client.coordination.read_namespaced_lease, self.settings.name,
-                                        self.settings.namespace)
+        return read_lease(self.client, self.settings.name, self.settings.namespace)
 
     def take(self, check_mode=False, attempts=3):
         """Take or renew the Lease; returns what was done. Raises Blocked when another run holds it.
@@ -76,11 +80,9 @@ class LeaseKeeper:
                               self.progress.line)
             try:
                 if current is None:
-                    written = self.client.call_json(self.client.coordination.create_namespaced_lease,
-                                                    self.settings.namespace, body)
+                    written = create_lease(self.client, self.settings.namespace, body)
                 else:
-                    written = self.client.call_json(self.client.coordination.replace_namespaced_lease,
-                                                    self.settings.name, self.settings.namespace, body)
+                    written = replace_lease(self.client, self.settings.name, self.settings.namespace, body)
                 return {"action": action, "reason": why, "lease": self.describe(written)}
             except ApiException as exc:
                 if exc.status != 409 or attempt >= attempts:
@@ -94,8 +96,7 @@ class LeaseKeeper:
             return False
         if not check_mode:
             try:
-                self.client.coordination.replace_namespaced_lease(self.settings.name, self.settings.namespace,
-                                                                  released_lease(current))
+                replace_lease(self.client, self.settings.name, self.settings.namespace, released_lease(current))
             except ApiException as exc:
                 if exc.status != 409:  # someone took it over meanwhile: it is not ours to release
                     raise

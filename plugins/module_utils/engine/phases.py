@@ -11,6 +11,7 @@ import time
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import delete_machine, machines
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import delete_node_claim, node_claims
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import delete_node, read_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
@@ -29,17 +30,17 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement i
 DELETERS = {
     NODE_CLAIM: delete_node_claim,
     MACHINE: delete_machine,
-    NODE_OBJECT: lambda client, name: client.delete_if_present(client.core.delete_node, name),
+    NODE_OBJECT: delete_node,
 }
 
 
 def record_phase(client, names, rotation_id, phase, delete=False, check_mode=False, timeout=600,
                  delete_node_without_owner=False, clock=time.monotonic, sleep=time.sleep):
     """Record the phase on each node (guarded by its resourceVersion) and, when ``delete``, retire the nodes;
-    returns per-node results and the diff (each node's phase, before and after). A node that is gone is reported, not an error. A node with a NodeClaim or a
-    Machine is retired by deleting it, then waiting up to ``timeout`` seconds until its Node is gone (TimedOut
-    carries the results); a node with neither only with ``delete_node_without_owner``, by deleting its Node
-    object. A node left is recorded as drained, not retired."""
+    returns per-node results and the diff (each node's phase, before and after). A node that is gone is reported,
+    not an error. A node with a NodeClaim or a Machine is retired by deleting it, then waiting up to ``timeout``
+    seconds until its Node is gone (TimedOut carries the results); a node with neither only with
+    ``delete_node_without_owner``, by deleting its Node object. A node left is recorded as drained, not retired."""
     nodes, missing = client.read_nodes(names)
     claims = claims_by_node(node_claims(client)) if delete and nodes else {}
     owned_by_machines = machines_by_node(machines(client)) if delete and nodes else {}
@@ -90,7 +91,7 @@ def wait_until_gone(client, names, timeout, results, clock=time.monotonic, sleep
     deadline = started + timeout
     left = sorted(names)
     while True:
-        left = [name for name in left if client.read_or_none(client.core.read_node, name) is not None]
+        left = [name for name in left if read_node(client, name) is not None]
         if not left:
             return
         if clock() >= deadline:

@@ -20,19 +20,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import claim_zones, owners_of_replica_sets
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import moved_diff
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import clear_steering, set_steering
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import (
-    EvictionRun,
-    EvictionSettings,
-    summarize_entries,
-    timeout_message,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, NotFound, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import (
+    EvictionSettings,
+    Outcome,
+    summarize_entries,
+    timeout_message,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.compaction import (
     empty_nodes,
@@ -53,7 +56,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.sp
     selection,
     spread,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
     is_steered,
     without_steering,
 )
@@ -74,14 +77,11 @@ def _selected(client, pod_selector):
     """Keys of the pods a pod selector picks, or None (every pod) without one."""
     if not pod_selector:
         return None
-    return {pod_key(pod) for pod in client.list_all(client.core.list_pod_for_all_namespaces,
-                                                    label_selector=pod_selector)}
+    return {pod_key(pod) for pod in pods_in(client, label_selector=pod_selector)}
 
 
 def _snapshot(client, node_selector):
-    nodes = client.list_all(client.core.list_node, label_selector=node_selector)
-    pods = client.list_all(client.core.list_pod_for_all_namespaces)
-    return nodes, pods
+    return list_nodes(client, node_selector), pods_in(client)
 
 
 def rebalance(client, request, check_mode=False):
@@ -137,7 +137,7 @@ def rebalance(client, request, check_mode=False):
     run = EvictionRun(client, request.eviction, hooks=[EventRecorder(client, request.eviction.reason)])
     try:
         # Leftover taints were taken off above: those nodes as listed before would look steered already.
-        current = client.list_all(client.core.list_node) if leftover else nodes
+        current = list_nodes(client) if leftover else nodes
         keep_nodes(client, [node for node in current if node_name(node) in kept], True)
         for effect in ("NoSchedule", "PreferNoSchedule"):
             set_steering(client, [node for node in current if effects.get(node_name(node)) == effect], effect)
@@ -145,12 +145,11 @@ def rebalance(client, request, check_mode=False):
     finally:
         clear_steering(client, steered)
         if kept:
-            keep_nodes(client, [node for node in client.list_all(client.core.list_node)
-                                if node_name(node) in kept], False)
+            keep_nodes(client, [node for node in list_nodes(client) if node_name(node) in kept], False)
     outcomes = {state.plan.key: state.result() for state in states}
     after_nodes, after_pods = _snapshot(client, request.node_selector)
     scope, _left_out = in_scope(after_nodes)
-    evicted = [move for move in plan["moves"] if outcomes[move["pod"]]["outcome"] == "evicted"]
+    evicted = [move for move in plan["moves"] if outcomes[move["pod"]]["outcome"] == Outcome.EVICTED]
     landed, back = landings(evicted, pods, after_pods, owners)
     landed_by_pod = {move["pod"]: move for move in landed}
     selected_after = _selected(client, request.pod_selector)
@@ -179,9 +178,9 @@ def rebalance(client, request, check_mode=False):
     if back:
         result["warnings"] = ["%d replacement(s) landed back on a node their owner's pods were moved from: %s" % (
             len(back), ", ".join("%(owner)s on %(node)s" % entry for entry in back))]
-    failed = [state for state in states if state.outcome == "failed"]
+    failed = [state for state in states if state.outcome is Outcome.FAILED]
     if run.timed_out:
-        raise TimedOut(timeout_message(run, states, request.eviction.timeout), result)
+        raise TimedOut(timeout_message(states, request.eviction.timeout, run.waiting_for), result)
     if failed:
         raise Blocked("%d pod(s) could not be evicted: %s. Rerunning plans again from there." % (
             len(failed), "; ".join("%s: %s" % (state.plan.key, state.detail) for state in failed)), result)

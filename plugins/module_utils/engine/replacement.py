@@ -123,7 +123,9 @@ class ReplicasTaken(Blocked):
 
 
 class Replacing:
-    """Replaces pods workload by workload, each namespace's one after another (they may share PDBs)."""
+    """Replaces pods workload by workload, each namespace's one after another (they may share PDBs): reads the
+    namespaces' pods and PDBs as they change and waits on them, and replaces the pods of StatefulSets and Recreate
+    Deployments one at a time (Surge scales the other Deployments)."""
 
     def __init__(self, client, run_id, deadline, clock=time.monotonic, sleep=time.sleep):
         self.client = client
@@ -157,13 +159,95 @@ class Replacing:
             budgets.append(Budget(pdb, len(others), sum(1 for pod in others if is_ready(pod))))
         return budgets
 
-    # Deployments: a surge of exactly the leaving pods.
+    def wait(self, state, replicas, deadline, until):
+        """``until()`` over the namespace's pods as they change; reads the workload when it holds and every
+        RECHECK_SECONDS, and raises ReplicasTaken when its replicas are no longer ``replicas`` (so that no step
+        is taken from a count someone else set), TimedOut at ``deadline``."""
+        while True:
+            self.progress.tell(state.workload, "%s: %s" % (state.workload.label, state.describe(replicas)))
+            found = state.informer.wait(lambda _objects, _change: until(),
+                                        min(deadline, self.clock() + RECHECK_SECONDS))
+            current = read_workload(self.client, state.workload)
+            if current is None:
+                raise Blocked("%s was deleted while its pods were replaced." % state.workload.label)
+            if (current.get("spec") or {}).get("replicas") != replicas:
+                raise ReplicasTaken("%s: spec.replicas was set to %s while this run had set it to %d, by %s; its pods "
+                                    "cannot be replaced first against that." % (
+                                        state.workload.label, (current.get("spec") or {}).get("replicas"), replicas,
+                                        ", ".join(replicas_managers(current, MANAGER)) or "another client"))
+            if found:
+                return found
+            if self.clock() >= deadline:
+                raise TimedOut("%s: %s" % (state.workload.label, state.describe(replicas)))
 
-    def surge(self, progress, obj):
+    def rolled_out(self, workload, obj):
+        """The Deployment once no rollout of it is under way: a surge scales one ReplicaSet, not two."""
+        if rollout_status(workload.kind, obj).state == "done":
+            return obj
+        found = workload_informer(self.client, workload).wait(
+            lambda objects, _change: next(
+                (o for o in objects.values() if rollout_status(workload.kind, o).state == "done"), None),
+            self.deadline)
+        if not found:
+            raise TimedOut("%s was still rolling out when the time was up: %s; nothing of it was changed." % (
+                workload.label, rollout_status(workload.kind, read_workload(self.client, workload) or obj).message))
+        return found
+
+    # StatefulSets and Recreate Deployments: one pod at a time.
+
+    def one_at_a_time(self, progress, obj):
+        workload = progress.workload
+        spec = obj.get("spec") or {}
+        state = _Pods(self, workload, spec)
+        replicas = spec.get("replicas", 1)
+        leaving = set(state.leaving_now(progress.leaving, self.run_id))
+        # Each pod by its uid, as it is now: once it is gone, a new pod takes its name.
+        uids = {pod_key(pod): pod["metadata"]["uid"] for pod in state.mine() if pod_key(pod) in leaving}
+        for key, uid in sorted(uids.items(), reverse=True):
+            while state.by_uid(uid) is not None:
+                self.wait(state, replicas, self.deadline, lambda: one_may_go(replicas, state.ready(), state.budgets()))
+                pod = state.by_uid(uid)
+                if pod is None:
+                    break
+                try:
+                    evict_pod(self.client, pod)
+                except ConnectionFailed:
+                    # Its answer was lost: asked again only if it was not applied, so that it is evicted once.
+                    if not is_removed(self.client, pod):
+                        self.sleep(1)
+                        continue
+                except ApiException as exc:
+                    if exc.status == 429:  # a PDB counted differently; wait for the next change
+                        self.sleep(1)
+                        continue
+                    if exc.status not in (404, 409):
+                        raise Blocked("%s: evicting %s failed: %s" % (workload.label, key, api_message(exc)))
+                self.wait(state, replicas, self.deadline, lambda: uid not in state.informer.objects
+                          and state.ready() >= replicas)
+                progress.replaced.append(key)
+                replacement = state.pod(key)
+                if replacement is not None:
+                    progress.replacements.append("%s on %s" % (key, node_of(replacement)))
+                break
+        progress.action = "replaced"
+
+
+class Surge:
+    """Deployments: a surge of exactly the leaving pods and back, each step taken when the waits of a Replacing
+    allow it."""
+
+    def __init__(self, replacing):
+        self.replacing = replacing
+        self.client = replacing.client
+        self.run_id = replacing.run_id
+        self.deadline = replacing.deadline
+        self.clock = replacing.clock
+
+    def replace(self, progress, obj):
         workload = progress.workload
         record = surge_record(obj)
         if record is None:
-            obj = self.rolled_out(workload, obj)
+            obj = self.replacing.rolled_out(workload, obj)
             autoscaler = next((hpa for hpa in autoscalers_in(self.client, workload.namespace)
                                if scale_target(hpa) == workload), None)
             record = {"replicas": (obj.get("spec") or {}).get("replicas", 1),
@@ -172,7 +256,7 @@ class Replacing:
         progress.autoscaler = (record.get("hpa") or {}).get("name")
         progress.replicas_managers = replicas_managers(obj, MANAGER)
         spec = obj.get("spec") or {}
-        state = _Pods(self, workload, spec)
+        state = _Pods(self.replacing, workload, spec)
         leaving = state.leaving_now(progress.leaving, self.run_id)
         for pod in state.mine():
             if pod_key(pod) in leaving and not is_leaving(pod, self.run_id):
@@ -204,63 +288,32 @@ class Replacing:
             raise
         self.put_back(state.workload, record)
 
-    def rolled_out(self, workload, obj):
-        """The Deployment once no rollout of it is under way: a surge scales one ReplicaSet, not two."""
-        if rollout_status(workload.kind, obj).state == "done":
-            return obj
-        found = workload_informer(self.client, workload).wait(
-            lambda objects: next((o for o in objects.values() if rollout_status(workload.kind, o).state == "done"),
-                                 None), self.deadline)
-        if not found:
-            raise TimedOut("%s was still rolling out when the time was up: %s; nothing of it was changed." % (
-                workload.label, rollout_status(workload.kind, read_workload(self.client, workload) or obj).message))
-        return found
-
     def scale(self, progress, state, record, replicas, target, leaving, deadline=None):
         """Step the replicas from ``replicas`` to ``target``, each step within the PDBs and once the pods of the
         last one are Ready (up) or gone (down); returns ``target``."""
         deadline = deadline or self.deadline
         while replicas != target:
             if replicas < target:
-                self.wait(state, replicas, deadline, lambda: state.replacements_ready(replicas, leaving))
+                self.replacing.wait(state, replicas, deadline, lambda: state.replacements_ready(replicas, leaving))
                 step = surge_step(replicas, state.ready(), target - replicas, state.budgets())
                 replicas += step
             else:
-                found = self.wait(state, replicas, deadline, lambda: state.removed(replicas) and scale_back_step(
-                    replicas, target, state.ready(), state.budgets()))
+                found = self.replacing.wait(state, replicas, deadline, lambda: state.removed(replicas) and
+                                            scale_back_step(replicas, target, state.ready(), state.budgets()))
                 replicas -= found
             self.set_replicas(state.workload, record, replicas)
             progress.replicas_steps.append(replicas)
         if target > record["replicas"]:
-            self.wait(state, replicas, deadline, lambda: state.replacements_ready(replicas, leaving))
+            self.replacing.wait(state, replicas, deadline, lambda: state.replacements_ready(replicas, leaving))
         else:
-            self.wait(state, replicas, deadline, lambda: state.removed(replicas))
+            self.replacing.wait(state, replicas, deadline, lambda: state.removed(replicas))
         return replicas
-
-    def wait(self, state, replicas, deadline, until):
-        """``until()`` over the namespace's pods as they change; reads the workload when it holds and every
-        RECHECK_SECONDS, and raises ReplicasTaken when its replicas are no longer ``replicas`` (so that no step
-        is taken from a count someone else set), TimedOut at ``deadline``."""
-        while True:
-            self.progress.tell(state.workload, "%s: %s" % (state.workload.label, state.describe(replicas)))
-            found = state.informer.wait(lambda _objects: until(), min(deadline, self.clock() + RECHECK_SECONDS))
-            current = read_workload(self.client, state.workload)
-            if current is None:
-                raise Blocked("%s was deleted while its pods were replaced." % state.workload.label)
-            if (current.get("spec") or {}).get("replicas") != replicas:
-                raise ReplicasTaken("%s: spec.replicas was set to %s while this run had set it to %d, by %s; its pods "
-                                    "cannot be replaced first against that." % (
-                                        state.workload.label, (current.get("spec") or {}).get("replicas"), replicas,
-                                        ", ".join(replicas_managers(current, MANAGER)) or "another client"))
-            if found:
-                return found
-            if self.clock() >= deadline:
-                raise TimedOut("%s: %s" % (state.workload.label, state.describe(replicas)))
 
     def set_replicas(self, workload, record, replicas):
         """The HPA's bounds first (pinned to the step), so that it does not take the step back; then the workload."""
         if record.get("hpa"):
-            patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"], hpa_bounds(record["hpa"], replicas))
+            patch_autoscaler(self.client, workload.namespace, record["hpa"]["name"],
+                             hpa_bounds(record["hpa"], replicas))
         patch_workload(self.client, workload, {"spec": {"replicas": replicas}})
 
     def put_back(self, workload, record):
@@ -301,7 +354,7 @@ class Replacing:
             patch_workload(self.client, workload, surge_marks_removed())
             return progress
         spec = obj.get("spec") or {}
-        state = _Pods(self, workload, spec)
+        state = _Pods(self.replacing, workload, spec)
         leaving = [pod_key(pod) for pod in state.mine() if LEAVING_ANNOTATION in annotations_of(pod)]
         replicas = spec.get("replicas", 1)
         # Finished, not undone: its replacements stay and its leaving pods (on the nodes it was rotating) go, so
@@ -310,44 +363,6 @@ class Replacing:
                                 max(replicas, record["replicas"] + len(leaving)), leaving)
         progress.replaced = sorted(set(leaving) - {pod_key(pod) for pod in state.mine()})
         return progress
-
-    # StatefulSets and Recreate Deployments: one pod at a time.
-
-    def one_at_a_time(self, progress, obj):
-        workload = progress.workload
-        spec = obj.get("spec") or {}
-        state = _Pods(self, workload, spec)
-        replicas = spec.get("replicas", 1)
-        leaving = set(state.leaving_now(progress.leaving, self.run_id))
-        # Each pod by its uid, as it is now: once it is gone, a new pod takes its name.
-        uids = {pod_key(pod): pod["metadata"]["uid"] for pod in state.mine() if pod_key(pod) in leaving}
-        for key, uid in sorted(uids.items(), reverse=True):
-            while state.by_uid(uid) is not None:
-                self.wait(state, replicas, self.deadline, lambda: one_may_go(replicas, state.ready(), state.budgets()))
-                pod = state.by_uid(uid)
-                if pod is None:
-                    break
-                try:
-                    evict_pod(self.client, pod)
-                except ConnectionFailed:
-                    # Its answer was lost: asked again only if it was not applied, so that it is evicted once.
-                    if not is_removed(self.client, pod):
-                        self.sleep(1)
-                        continue
-                except ApiException as exc:
-                    if exc.status == 429:  # a PDB counted differently; wait for the next change
-                        self.sleep(1)
-                        continue
-                    if exc.status not in (404, 409):
-                        raise Blocked("%s: evicting %s failed: %s" % (workload.label, key, api_message(exc)))
-                self.wait(state, replicas, self.deadline, lambda: uid not in state.informer.objects
-                          and state.ready() >= replicas)
-                progress.replaced.append(key)
-                replacement = state.pod(key)
-                if replacement is not None:
-                    progress.replacements.append("%s on %s" % (key, node_of(replacement)))
-                break
-        progress.action = "replaced"
 
 
 class _Pods:
@@ -449,11 +464,12 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
         nodes = sorted({node_of(pod) for pod in pods if pod_key(pod) in asked and node_of(pod)})
         request = smallest_request(pod_requests((obj.get("spec") or {}).get("template") or {})
                                    for _progress, obj in progresses if obj)
-        finished = [replacing.finish_left_over(obj) for obj in left_over]
+        surge = Surge(replacing)
+        finished = [surge.finish_left_over(obj) for obj in left_over]
         with steering_while_moving(client, settings.avoid_nodes if progresses else (),
                                    nodes if settings.keep_zones else (), request, leaving,
                                    total_requests(pod for pod in pods if pod_key(pod) in asked)) as steered:
-            errors = _run_by_namespace(replacing, progresses, settings.max_concurrent, clock)
+            errors = _run_by_namespace(replacing, surge, progresses, settings.max_concurrent, clock)
     else:
         steered = []
         for progress, obj in progresses:
@@ -490,7 +506,7 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
     return result
 
 
-def _run_by_namespace(replacing, progresses, max_concurrent, clock):
+def _run_by_namespace(replacing, surge, progresses, max_concurrent, clock):
     """Each namespace's workloads one after another, namespaces ``max_concurrent`` at a time; the errors."""
     by_namespace = {}
     for progress, obj in progresses:
@@ -504,7 +520,7 @@ def _run_by_namespace(replacing, progresses, max_concurrent, clock):
                 if obj is None:
                     progress.action, progress.detail = "gone", "the workload is gone"
                 elif progress.method == SURGE:
-                    replacing.surge(progress, obj)
+                    surge.replace(progress, obj)
                 else:
                     replacing.one_at_a_time(progress, obj)
             except (TimedOut, Blocked) as exc:

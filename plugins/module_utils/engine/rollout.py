@@ -13,12 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WatchExpired, watch
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     deployment_of,
-    kind_api,
+    patch_workload,
     pdbs_in,
+    pods_in,
     read_workload,
+    workload_informer,
+    workloads_in,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import ProgressParts
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
@@ -78,8 +80,7 @@ class RolloutRestart:
         self.progress = ProgressParts("restarting")
 
     def read(self, progress):
-        workload = progress.workload
-        return self.client.call_json(kind_api(self.client, workload.kind).read, workload.name, workload.namespace)
+        return read_workload(self.client, progress.workload, required=True)
 
     def run(self, workloads, timeout, check_mode=False):
         deadline = self.clock() + timeout
@@ -118,8 +119,7 @@ class RolloutRestart:
                 progress.landed_on_avoided_nodes = self.pods_on_avoided_nodes(workload, obj)
             put_back = strategy_put_back(obj) if status.state == "done" else None
             if put_back:
-                self.client.call_json(kind_api(self.client, workload.kind).patch, workload.name, workload.namespace,
-                                      put_back)
+                patch_workload(self.client, workload, put_back)
         progress.seconds = round(self.clock() - started, 2)
         self.progress.drop(workload)
 
@@ -133,44 +133,37 @@ class RolloutRestart:
             body = {"spec": dict(body["spec"], **paced["spec"]),
                     "metadata": {"annotations": dict((body.get("metadata") or {}).get("annotations") or {},
                                                      **paced["metadata"]["annotations"])}}
-        patch = kind_api(self.client, workload.kind).patch
         try:
-            return self.client.call_json(patch, workload.name, workload.namespace, body)
+            return patch_workload(self.client, workload, body)
         except ConnectionFailed:
             if not self.restart_id:
                 raise
             obj = self.read(progress)
             if not restart_plan(obj, self.restart_id)[0]:
                 return obj
-            return self.client.call_json(patch, workload.name, workload.namespace, body)
+            return patch_workload(self.client, workload, body)
 
     def wait_for_rollout(self, progress, obj, deadline):
         """Watch the workload until its rollout is done, stuck, or ``deadline`` passes."""
         workload = progress.workload
-        list_method = kind_api(self.client, workload.kind).list_namespaced
-        status = rollout_status(workload.kind, obj)
-        resource_version = obj["metadata"]["resourceVersion"]
-        while status.state == "progressing":
-            self.progress.tell(workload, "%s: %s" % (workload.label, status.message))
-            remaining = deadline - self.clock()
-            if remaining <= 0:
-                return Status("timeout", status.message + self.conditions(obj))
-            try:
-                for _event_type, changed in watch(list_method, resource_version, remaining,
-                                                  namespace=workload.namespace,
-                                                  field_selector="metadata.name=%s" % workload.name):
-                    resource_version = changed["metadata"].get("resourceVersion") or resource_version
-                    if changed.get("spec"):
-                        obj = changed
-                        status = rollout_status(workload.kind, obj)
-                        if status.state != "progressing":
-                            break
-                        self.progress.tell(workload, "%s: %s" % (workload.label, status.message))
-            except WatchExpired:
-                obj = self.read(progress)
-                status = rollout_status(workload.kind, obj)
-                resource_version = obj["metadata"]["resourceVersion"]
-        return status
+        informer = workload_informer(self.client, workload, self.clock).start_from(
+            obj["metadata"]["resourceVersion"], {obj["metadata"]["uid"]: obj})
+
+        def settled(objects, _change):
+            current = latest(objects)
+            status = rollout_status(workload.kind, current)
+            if status.state == "progressing":
+                self.progress.tell(workload, "%s: %s" % (workload.label, status.message))
+                return None
+            return status
+
+        def latest(objects):
+            return next((o for o in objects.values() if o.get("spec")), obj)
+        status = informer.wait(settled, deadline)
+        if status:
+            return status
+        current = latest(informer.objects)
+        return Status("timeout", rollout_status(workload.kind, current).message + self.conditions(current))
 
     @staticmethod
     def conditions(obj):
@@ -182,8 +175,7 @@ class RolloutRestart:
 
     def pods_on_avoided_nodes(self, workload, obj):
         selector = selector_text((obj.get("spec") or {}).get("selector"))
-        pods = self.client.list_all(self.client.core.list_namespaced_pod, namespace=workload.namespace,
-                                    label_selector=selector)
+        pods = pods_in(self.client, workload.namespace, selector)
         return sorted("%s on %s" % (pod["metadata"]["name"], node_of(pod)) for pod in pods
                       if node_of(pod) in self.avoid_nodes and not is_terminating(pod))
 
@@ -216,18 +208,12 @@ def find_workloads(client, settings):
         kinds = RESTARTABLE_KINDS if settings.include_daemonsets else RESTARTABLE_KINDS[:2]
         for namespace in settings.namespaces or [None]:
             for kind in kinds:
-                apis = kind_api(client, kind)
-                if namespace:
-                    objects = client.list_all(apis.list_namespaced, namespace=namespace,
-                                              label_selector=settings.label_selector)
-                else:
-                    objects = client.list_all(apis.list_all, label_selector=settings.label_selector)
-                for obj in objects:
+                for obj in workloads_in(client, kind, namespace, settings.label_selector):
                     found.setdefault(Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"]), [])
     if settings.on_nodes:
         on_nodes = set(settings.on_nodes)
         # A pod already terminating is leaving anyway; it is no reason to restart its owner.
-        pods = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces)
+        pods = [pod for pod in pods_in(client)
                 if node_of(pod) in on_nodes and not is_terminating(pod)
                 and (not settings.namespaces or pod["metadata"]["namespace"] in settings.namespaces)]
         replica_set_owners = {}
@@ -250,8 +236,7 @@ def moving_pods(client, workloads):
         if obj:
             spec = obj.get("spec") or {}
             requests.append(pod_requests(spec.get("template") or {}))
-            pods = client.list_all(client.core.list_namespaced_pod, namespace=progress.workload.namespace,
-                                   label_selector=selector_text(spec.get("selector")))
+            pods = pods_in(client, progress.workload.namespace, selector_text(spec.get("selector")))
             pod_keys.extend(pod_key(pod) for pod in pods)
             nodes.update(node_of(pod) for pod in pods if node_of(pod))
     return smallest_request(requests), pod_keys, sorted(nodes)

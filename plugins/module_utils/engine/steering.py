@@ -12,8 +12,10 @@ import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
     is_steered,
     steering_patch,
     steering_while_moving_effects,
@@ -43,7 +45,7 @@ def clear_steering(client, names):
     """Take the steering taint off the nodes ``names`` that still carry it: one list, a patch for each."""
     wanted = set(names)
     if wanted:
-        set_steering(client, [node for node in client.list_all(client.core.list_node)
+        set_steering(client, [node for node in list_nodes(client)
                               if node_name(node) in wanted and is_steered(node)], None)
 
 
@@ -71,10 +73,10 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     if not avoid_nodes and not keep_zones_of:
         yield []
         return
-    nodes = client.list_all(client.core.list_node)
+    nodes = list_nodes(client)
     effects = steering_while_moving_effects(nodes, avoid_nodes, keep_zones_of)
     if request and effects:
-        pods = client.list_all(client.core.list_pod_for_all_namespaces)
+        pods = pods_in(client)
         effects = strict_when_warmed(with_room(effects, nodes, pods, request, leaving), nodes, pods, keep_zones_of,
                                      needs, leaving)
     set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in effects], None)

@@ -2,8 +2,8 @@
 # Copyright: kubeops.rotation contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Warm nodes: apply a placeholder set (plan.placeholders) and wait, by watching the placeholders,
-until enough of them run on Ready, schedulable nodes."""
+"""Warm nodes: apply a placeholder set (plan.placeholders) with PlaceholderSet, and wait with WarmNodes, by
+watching the placeholders, until enough of them run on Ready, schedulable nodes."""
 
 from __future__ import annotations
 
@@ -11,11 +11,26 @@ import time
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.events import event_messages, pod_events
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.placeholders import (
+    create_deployment,
+    create_namespace,
+    create_priority_class,
+    delete_deployment,
+    delete_priority_class,
+    read_namespace,
+    read_priority_class,
+    replace_deployment,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import select_pods, template_allocatable
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
-    WatchExpired,
-    list_resource_version,
-    watch,
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
+    pods_in,
+    pods_informer,
+    pods_version,
+    read_workload,
+    workloads_in,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
@@ -28,6 +43,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL, ROTATING_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name, zone_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
@@ -50,32 +66,29 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders
 REFUSAL_GRACE_SECONDS = 30
 
 
-class WarmNodes:
-    """Applies a placeholder set (one Deployment, or one per zone) and waits for its nodes."""
+class PlaceholderSet:
+    """A placeholder set's Deployments (one, or one per zone), with the namespace and PriorityClass they need:
+    applied, kept off the nodes they must not warm, removed."""
 
-    def __init__(self, client, name, namespace, clock=time.monotonic):
+    def __init__(self, client, name, namespace):
         self.client = client
         self.name = name
         self.namespace = namespace
-        self.clock = clock
-        self.selector = labels_text({WARM_SET_LABEL: name})
 
     def existing(self, name):
-        return self.client.read_or_none(self.client.apps.read_namespaced_deployment, name, self.namespace)
+        return read_workload(self.client, Workload("Deployment", self.namespace, name))
 
     def ensure_prerequisites(self, class_name, class_value, check_mode):
         """Create the namespace and the PriorityClass when missing; returns what was created."""
         created = []
-        if self.client.read_or_none(self.client.core.read_namespace, self.namespace) is None:
+        if read_namespace(self.client, self.namespace) is None:
             created.append("Namespace %s" % self.namespace)
             if not check_mode:
-                self.client.create_if_absent(self.client.core.create_namespace,
-                                             {"metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
-        if self.client.read_or_none(self.client.scheduling.read_priority_class, class_name) is None:
+                create_namespace(self.client, {"metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
+        if read_priority_class(self.client, class_name) is None:
             created.append("PriorityClass %s" % class_name)
             if not check_mode:
-                self.client.create_if_absent(self.client.scheduling.create_priority_class,
-                                             priority_class(class_name, class_value))
+                create_priority_class(self.client, priority_class(class_name, class_value))
         return created
 
     def apply(self, desired, check_mode):
@@ -84,7 +97,7 @@ class WarmNodes:
         current = self.existing(name)
         if current is None:
             if not check_mode:
-                self.client.create_if_absent(self.client.apps.create_namespaced_deployment, self.namespace, desired)
+                create_deployment(self.client, self.namespace, desired)
             return "created", None, desired["spec"]["replicas"]
         same_spec = self._same_spec(current, desired)
         before = current["spec"].get("replicas")
@@ -94,7 +107,7 @@ class WarmNodes:
             desired = dict(desired, metadata=dict(desired["metadata"],
                                                   resourceVersion=current["metadata"]["resourceVersion"]))
             try:
-                self.client.apps.replace_namespaced_deployment(name, self.namespace, desired)
+                replace_deployment(self.client, self.namespace, name, desired)
             except ApiException as exc:
                 # A replace whose answer was lost and that was sent again finds its own change there.
                 if exc.status != 409 or not self._is(self.existing(name), desired):
@@ -112,85 +125,6 @@ class WarmNodes:
         return current is not None and self._same_spec(current, desired) and \
             current["spec"].get("replicas") == desired["spec"]["replicas"]
 
-    def placeholders(self):
-        return self.client.list_all(self.client.core.list_namespaced_pod, namespace=self.namespace,
-                                    label_selector=self.selector)
-
-    def warm(self, exclude_nodes, node_selector=None):
-        """(warm node names, their zones, placeholders): two list requests, however many nodes."""
-        placeholders = self.placeholders()
-        nodes = self.client.list_all(self.client.core.list_node, label_selector=labels_text(node_selector) or None)
-        by_name = {node_name(node): node for node in nodes}
-        warm = warm_nodes_of(placeholders, by_name, exclude_nodes)
-        return warm, {name: zone_of(by_name[name]) for name in warm}, placeholders
-
-    def wait(self, counts, exclude_nodes, node_selector, timeout, specs=()):
-        """Watch the placeholders until ``counts`` ({zone or None: nodes}) run on Ready, schedulable nodes;
-        returns the nodes, or raises TimedOut (its result holds the nodes warm so far), or Blocked at once when
-        placeholders of the current ``specs`` run on ``exclude_nodes``."""
-        started = self.clock()
-        deadline = started + timeout
-        warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
-        resource_version = list_resource_version(self.client.core.list_namespaced_pod, namespace=self.namespace,
-                                                 label_selector=self.selector)
-        while missing_warm(warm, zones, counts):
-            self.check_not_on(exclude_nodes, placeholders, specs)
-            if self.clock() - started >= REFUSAL_GRACE_SECONDS:
-                self.check_autoscaler(placeholders, warm)
-            remaining = deadline - self.clock()
-            if remaining <= 0:
-                raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
-            tell_progress(self.progress_line(counts, warm, zones, placeholders))
-            try:
-                for _event_type, pod in watch(self.client.core.list_namespaced_pod, resource_version,
-                                              min(remaining, 5), namespace=self.namespace,
-                                              label_selector=self.selector):
-                    resource_version = pod["metadata"].get("resourceVersion") or resource_version
-                    if is_ready(pod):
-                        break
-            except WatchExpired:
-                resource_version = None
-            # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
-            warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
-        return warm
-
-    @staticmethod
-    def progress_line(counts, warm, zones, placeholders):
-        missing = missing_warm(warm, zones, counts)
-        wanted = sum(counts.values())
-        line = "warming nodes: %d of %d ready" % (wanted - sum(missing.values()), wanted)
-        if list(counts) != [None]:
-            line += " (missing %s)" % ", ".join("%d in zone %s" % (count, zone) for zone, count in sorted(missing.items()))
-        not_ready = [pod for pod in placeholders if not is_ready(pod)]
-        if not_ready:
-            line += "; placeholders waiting for a node: %s" % not_ready_text(not_ready)
-        return line
-
-    def check_autoscaler(self, placeholders, warm):
-        """Fail, rather than at the timeout, when the autoscaler said it will not bring up a node for a placeholder
-        (a zone its pool does not serve, a limit reached)."""
-        if not any(not (pod.get("spec") or {}).get("nodeName") for pod in placeholders):
-            return
-        events = self.client.list_all(self.client.core.list_namespaced_event, namespace=self.namespace,
-                                      field_selector="involvedObject.kind=Pod")
-        refused = refused_placeholders(placeholders, events)
-        if refused:
-            name, (zone, reason) = sorted(refused.items())[0]
-            where = " in zone %s" % zone if zone else ""
-            raise Blocked("The autoscaler will not bring up a warm node%s for placeholder %s: %s. %d warm node(s) ready "
-                          "(%s). The placeholders stay; fix the pool (or the zones asked for) and rerun, or state: "
-                          "absent to remove them." % (where, name, reason, len(warm), ", ".join(warm) or "none"),
-                          {"nodes": warm})
-
-    @staticmethod
-    def check_not_on(exclude_nodes, placeholders, specs):
-        """Fail at once, rather than at the timeout, when placeholders run on nodes they must not warm."""
-        wrong = placeholders_on(placeholders, exclude_nodes, specs)
-        if wrong:
-            raise Blocked("Placeholders run on nodes they must not warm (the rotation's own nodes): %s. Waiting "
-                          "cannot make them warm nodes; remove the placeholders (state: absent) and warm again." %
-                          ", ".join(wrong))
-
     def exclusion(self, exclude_nodes, zones):
         """(by label, hostnames) for keeping the placeholders off ``exclude_nodes``: by the label
         kubeops.io/rotating when every one of them that exists carries it (a rotation's nodes), else by their
@@ -199,7 +133,7 @@ class WarmNodes:
         if not exclude_nodes:
             return False, set()
         names = set(exclude_nodes)
-        existing = [node for node in self.client.list_all(self.client.core.list_node) if node_name(node) in names]
+        existing = [node for node in list_nodes(self.client) if node_name(node) in names]
         written = [self.existing(placeholder_name(self.name, zone)) for zone in zones]
         if existing:
             by_label = all(ROTATING_LABEL in node_labels(node) for node in existing)
@@ -212,13 +146,115 @@ class WarmNodes:
             hostnames |= excluded_hostnames(deployment)
         return False, hostnames
 
+    def remove(self, class_name, check_mode):
+        """Delete the placeholders, then the PriorityClass and namespace if ours and no longer used."""
+        removed = []
+        managed = self._managed_deployments()
+        for deployment in managed:
+            if (deployment["metadata"].get("labels") or {}).get(WARM_SET_LABEL) != self.name:
+                continue
+            removed.append("Deployment %s/%s" % (self.namespace, deployment["metadata"]["name"]))
+            if not check_mode:
+                delete_deployment(self.client, self.namespace, deployment["metadata"]["name"],
+                                  {"propagationPolicy": "Foreground"})
+        if len(removed) < len(managed):
+            return removed
+        klass = read_priority_class(self.client, class_name)
+        if klass and (klass["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGER:
+            removed.append("PriorityClass %s" % class_name)
+            if not check_mode:
+                delete_priority_class(self.client, class_name)
+        return removed
+
+    def _managed_deployments(self):
+        return workloads_in(self.client, "Deployment", self.namespace, labels_text(MANAGED_BY))
+
+
+class WarmNodes:
+    """Waits, by watching a placeholder set's pods, until enough of them run on Ready, schedulable nodes."""
+
+    def __init__(self, client, name, namespace, clock=time.monotonic):
+        self.client = client
+        self.namespace = namespace
+        self.clock = clock
+        self.selector = labels_text({WARM_SET_LABEL: name})
+
+    def placeholders(self):
+        return pods_in(self.client, self.namespace, self.selector)
+
+    def warm(self, exclude_nodes, node_selector=None):
+        """(warm node names, their zones, placeholders): two list requests, however many nodes."""
+        placeholders = self.placeholders()
+        nodes = list_nodes(self.client, labels_text(node_selector) or None)
+        by_name = {node_name(node): node for node in nodes}
+        warm = warm_nodes_of(placeholders, by_name, exclude_nodes)
+        return warm, {name: zone_of(by_name[name]) for name in warm}, placeholders
+
+    def wait(self, counts, exclude_nodes, node_selector, timeout, specs=()):
+        """Watch the placeholders until ``counts`` ({zone or None: nodes}) run on Ready, schedulable nodes;
+        returns the nodes, or raises TimedOut (its result holds the nodes warm so far), or Blocked at once when
+        placeholders of the current ``specs`` run on ``exclude_nodes``."""
+        started = self.clock()
+        deadline = started + timeout
+        warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
+        placeholder_pods = pods_informer(self.client, self.namespace, label_selector=self.selector,
+                                         clock=self.clock).start_from(pods_version(self.client, self.namespace))
+        while missing_warm(warm, zones, counts):
+            self.check_not_on(exclude_nodes, placeholders, specs)
+            if self.clock() - started >= REFUSAL_GRACE_SECONDS:
+                self.check_autoscaler(placeholders, warm)
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                raise TimedOut(self.timeout_message(counts, warm, zones, placeholders, timeout), {"nodes": warm})
+            tell_progress(self.progress_line(counts, warm, zones, placeholders))
+            placeholder_pods.wait(lambda _objects, change: change is RELISTED or bool(change and is_ready(change[1])),
+                                  self.clock() + min(remaining, 5))
+            # A node turning Ready after its placeholder is not a placeholder event: look again every pass.
+            warm, zones, placeholders = self.warm(exclude_nodes, node_selector)
+        return warm
+
+    @staticmethod
+    def progress_line(counts, warm, zones, placeholders):
+        missing = missing_warm(warm, zones, counts)
+        wanted = sum(counts.values())
+        line = "warming nodes: %d of %d ready" % (wanted - sum(missing.values()), wanted)
+        if list(counts) != [None]:
+            line += " (missing %s)" % ", ".join("%d in zone %s" % (count, zone)
+                                                for zone, count in sorted(missing.items()))
+        not_ready = [pod for pod in placeholders if not is_ready(pod)]
+        if not_ready:
+            line += "; placeholders waiting for a node: %s" % not_ready_text(not_ready)
+        return line
+
+    def check_autoscaler(self, placeholders, warm):
+        """Fail, rather than at the timeout, when the autoscaler said it will not bring up a node for a placeholder
+        (a zone its pool does not serve, a limit reached)."""
+        if not any(not (pod.get("spec") or {}).get("nodeName") for pod in placeholders):
+            return
+        refused = refused_placeholders(placeholders, pod_events(self.client, self.namespace))
+        if refused:
+            name, (zone, reason) = sorted(refused.items())[0]
+            where = " in zone %s" % zone if zone else ""
+            raise Blocked("The autoscaler will not bring up a warm node%s for placeholder %s: %s. %d warm node(s) "
+                          "ready (%s). The placeholders stay; fix the pool (or the zones asked for) and rerun, or "
+                          "state: absent to remove them." % (where, name, reason, len(warm), ", ".join(warm) or "none"),
+                          {"nodes": warm})
+
+    @staticmethod
+    def check_not_on(exclude_nodes, placeholders, specs):
+        """Fail at once, rather than at the timeout, when placeholders run on nodes they must not warm."""
+        wrong = placeholders_on(placeholders, exclude_nodes, specs)
+        if wrong:
+            raise Blocked("Placeholders run on nodes they must not warm (the rotation's own nodes): %s. Waiting "
+                          "cannot make them warm nodes; remove the placeholders (state: absent) and warm again." %
+                          ", ".join(wrong))
+
     def timeout_message(self, counts, warm, zones, placeholders, timeout):
         pending = [pod for pod in placeholders if not (pod.get("spec") or {}).get("nodeName")]
         reasons = []
         for pod in pending[:5]:
-            events = self.client.core.list_namespaced_event(
-                self.namespace, field_selector="involvedObject.name=%s" % pod["metadata"]["name"]).items
-            last = events[-1].message if events else "no event yet"
+            messages = event_messages(self.client, self.namespace, pod["metadata"]["name"])
+            last = messages[-1] if messages else "no event yet"
             reasons.append("%s: %s" % (pod["metadata"]["name"], last))
         missing = missing_warm(warm, zones, counts)
         wanted = "%d warm node(s)" % sum(counts.values()) if list(counts) == [None] else \
@@ -229,31 +265,6 @@ class WarmNodes:
                     "" if list(counts) == [None] else ", missing %s" % ", ".join(
                         "%d in zone %s" % (count, zone) for zone, count in sorted(missing.items())),
                     len(pending), ": " + "; ".join(reasons) if reasons else ""))
-
-    def remove(self, class_name, check_mode):
-        """Delete the placeholders, then the PriorityClass and namespace if ours and no longer used."""
-        removed = []
-        managed = self._managed_deployments()
-        for deployment in managed:
-            if (deployment["metadata"].get("labels") or {}).get(WARM_SET_LABEL) != self.name:
-                continue
-            removed.append("Deployment %s/%s" % (self.namespace, deployment["metadata"]["name"]))
-            if not check_mode:
-                self.client.delete_if_present(self.client.apps.delete_namespaced_deployment,
-                                              deployment["metadata"]["name"], self.namespace,
-                                              body={"propagationPolicy": "Foreground"})
-        if len(removed) < len(managed):
-            return removed
-        klass = self.client.read_or_none(self.client.scheduling.read_priority_class, class_name)
-        if klass and (klass["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGER:
-            removed.append("PriorityClass %s" % class_name)
-            if not check_mode:
-                self.client.delete_if_present(self.client.scheduling.delete_priority_class, class_name)
-        return removed
-
-    def _managed_deployments(self):
-        return self.client.list_all(self.client.apps.list_namespaced_deployment, namespace=self.namespace,
-                                    label_selector=labels_text(MANAGED_BY))
 
 
 @dataclass(frozen=True)
@@ -287,10 +298,11 @@ ACTION_WEIGHT = {"unchanged": 0, "scaled": 1, "updated": 2, "created": 3}
 def ensure_warm_nodes(client, settings, check_mode=False):
     """The warm_nodes module's work; returns the result, or raises TimedOut carrying it."""
     started = time.monotonic()
-    runner = WarmNodes(client, settings.name, settings.namespace)
+    placeholder_set = PlaceholderSet(client, settings.name, settings.namespace)
+    warm_nodes = WarmNodes(client, settings.name, settings.namespace)
     result = {"changed": False, "name": settings.name, "namespace": settings.namespace}
     if not settings.present:
-        removed = runner.remove(settings.priority_class, check_mode)
+        removed = placeholder_set.remove(settings.priority_class, check_mode)
         result.update(changed=bool(removed), removed=removed, nodes=[],
                       elapsed_seconds=round(time.monotonic() - started, 2))
         return result
@@ -303,15 +315,15 @@ def ensure_warm_nodes(client, settings, check_mode=False):
         explanation["template"] = source
         result["computed"] = explanation
         counts = {None: count}
-    created = runner.ensure_prerequisites(settings.priority_class, settings.priority, check_mode)
-    by_label, hostnames = runner.exclusion(settings.exclude_nodes, counts)
+    created = placeholder_set.ensure_prerequisites(settings.priority_class, settings.priority, check_mode)
+    by_label, hostnames = placeholder_set.exclusion(settings.exclude_nodes, counts)
     sets, before, after = [], {}, {}
     for zone, count in sorted(counts.items(), key=lambda item: item[0] or ""):
         desired = placeholder_deployment(settings.name, settings.namespace, count, settings.priority_class,
                                          settings.node_selector, settings.node_affinity, settings.tolerations,
                                          settings.requests, settings.exclude_nodes, settings.image, zone, hostnames,
                                          by_label)
-        action, before[zone or "-"], after[zone or "-"] = runner.apply(desired, check_mode)
+        action, before[zone or "-"], after[zone or "-"] = placeholder_set.apply(desired, check_mode)
         sets.append({"name": desired["metadata"]["name"], "zone": zone, "action": action, "count": count,
                      "spec": desired["metadata"]["annotations"][PLACEHOLDER_SPEC]})
     action = max((entry["action"] for entry in sets), key=ACTION_WEIGHT.get)
@@ -321,11 +333,11 @@ def ensure_warm_nodes(client, settings, check_mode=False):
                   count=sum(counts.values()), sets=sets, diff={"before": {"replicas": before},
                                                                "after": {"replicas": after}})
     if check_mode or not settings.wait or not any(counts.values()):
-        nodes = runner.warm(settings.exclude_nodes, settings.node_selector)[0] if action != "created" else []
+        nodes = warm_nodes.warm(settings.exclude_nodes, settings.node_selector)[0] if action != "created" else []
     else:
         try:
-            nodes = runner.wait(counts, settings.exclude_nodes, settings.node_selector, settings.timeout,
-                                {entry["spec"] for entry in sets})
+            nodes = warm_nodes.wait(counts, settings.exclude_nodes, settings.node_selector, settings.timeout,
+                                    {entry["spec"] for entry in sets})
         except TimedOut as exc:
             result.update(exc.result, elapsed_seconds=round(time.monotonic() - started, 2))
             exc.result = result

@@ -41,6 +41,12 @@ def is_drifted(claim):
     return (_condition(claim, "Drifted") or {}).get("status") == "True"
 
 
+def is_initialized(claim):
+    """Whether Karpenter counts the NodeClaim's node initialized (its Initialized condition is True): a claim
+    not yet so is capacity still on its way."""
+    return (_condition(claim, "Initialized") or {}).get("status") == "True"
+
+
 def drift_reason(claim):
     """Why the NodeClaim drifted, in one line naming it ("NodeClaim general-x7k drifted: NodePool template
     changed"), or None when it did not."""

@@ -30,12 +30,17 @@ def taint_text(taint):
     return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
 
 
-def condition_status(node, condition_type):
-    """The status ("True", "False", "Unknown") of a node condition, or None when absent."""
+def node_condition(node, condition_type):
+    """A node condition (its type, status, lastTransitionTime, ...), or None when absent."""
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == condition_type:
-            return condition.get("status")
+            return condition
     return None
+
+
+def condition_status(node, condition_type):
+    """The status ("True", "False", "Unknown") of a node condition, or None when absent."""
+    return (node_condition(node, condition_type) or {}).get("status")
 
 
 def is_ready(node):

@@ -291,12 +291,10 @@ CHANGE_KINDS = ("labels", "taints")
 LIFE_CYCLE_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/", "kubeops.io/")
 # A watch ends after this long and is opened again from where it was; a stop waits for it at most this long.
 WATCH_SECONDS = 120
-NODECLAIM_API = ("karpenter.sh", "v1", "nodeclaims")
 NODECLAIM_RECHECK_SECONDS = 600
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 REGION_LABEL = "topology.kubernetes.io/region"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABELS = ("karpenter.sh/capacity-type", "eks.amazonaws.com/capacityType")
 TRUE_WORDS = ("true", "yes", "on", "1", "y", "t")
 FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
@@ -326,10 +324,18 @@ try:
         new_client,
     )
     from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
-    from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WatchExpired, watch
+    from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import served_node_claims
+    from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED, Informer
+    from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import (
+        claim_node,
+        claim_pool,
+        is_initialized,
+    )
+    from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
     from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
         is_cordoned,
         is_ready,
+        node_condition,
         node_labels,
         taint_text,
         taints_of,
@@ -638,13 +644,6 @@ class Backoff:
         self.failures = 0
 
 
-def _condition(node, condition_type):
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == condition_type:
-            return condition
-    return {}
-
-
 def node_record(counted, available_at, nodeclaim=None):
     """What the event says about one node."""
     node = counted.node
@@ -660,7 +659,7 @@ def node_record(counted, available_at, nodeclaim=None):
         "nodepool": labels.get(NODEPOOL_LABEL),
         "nodeclaim": nodeclaim,
         "created": node["metadata"].get("creationTimestamp"),
-        "ready_since": _condition(node, "Ready").get("lastTransitionTime"),
+        "ready_since": (node_condition(node, "Ready") or {}).get("lastTransitionTime"),
         "available_at": available_at,
         "existed_at_start": counted.existed_at_start,
         "kubelet_version": (status.get("nodeInfo") or {}).get("kubeletVersion"),
@@ -675,14 +674,11 @@ def nodeclaims_by_node(claims):
     by_node, pending = {}, []
     for claim in claims:
         metadata = claim.get("metadata") or {}
-        node = (claim.get("status") or {}).get("nodeName")
+        node = claim_node(claim)
         if node:
             by_node[node] = metadata.get("name")
-        initialized = any(condition.get("type") == "Initialized" and condition.get("status") == "True"
-                          for condition in (claim.get("status") or {}).get("conditions") or [])
-        if not metadata.get("deletionTimestamp") and not initialized:
-            labels = metadata.get("labels") or {}
-            pending.append({"name": metadata.get("name"), "nodepool": labels.get(NODEPOOL_LABEL), "node": node})
+        if not metadata.get("deletionTimestamp") and not is_initialized(claim):
+            pending.append({"name": metadata.get("name"), "nodepool": claim_pool(claim), "node": node})
     return by_node, sorted(pending, key=lambda claim: claim["name"] or "")
 
 
@@ -737,65 +733,43 @@ def _describe(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
 
-def list_nodes(client, label_selector):
-    """Every node as a dict, page by page, and the list's resourceVersion (every page is of the same snapshot)."""
-    nodes, token, version = [], None, None
-    while True:
-        page = client.core.list_node(limit=500, _continue=token, label_selector=label_selector)
-        version = version or page.metadata.resource_version
-        nodes.extend(client.to_dict(item) for item in page.items)
-        token = page.metadata._continue
-        if not token:
-            return nodes, version
-
-
 def follow_nodes(client, label_selector, deliver, stop, backoff=None):
     """List the nodes, then watch them, for ever: ``deliver(("listed", nodes))`` after every list and
     ``deliver((type, node))`` for every watch event, until ``stop`` is set. Runs in a thread of its own."""
     backoff = backoff or Backoff()
     selector = {"label_selector": label_selector} if label_selector else {}
+    # Bookmarks keep the version to watch from recent, so that a quiet watch expires less often.
+    informer = Informer(client, client.core.list_node, allow_watch_bookmarks=True, **selector)
+
+    def until(objects, change):
+        if change is RELISTED:
+            deliver(("listed", list(objects.values())))
+            return RELISTED  # back off before watching again: a stream that breaks at once is no busy loop
+        if change is not None:
+            deliver(change)
+            backoff.reset()
+        return stop.is_set()
+
+    def ended(seconds, quiet):
+        if quiet and seconds < WATCH_SECONDS / 2:  # one that ends at once, again and again (a proxy's timeout)
+            return stop.wait(backoff.next())
+        backoff.reset()  # a watch that ran its time: open it again from where it was
+        return stop.is_set()
+
     while not stop.is_set():
         try:
-            nodes, version = list_nodes(client, label_selector)
-            deliver(("listed", nodes))
-            while not stop.is_set():
-                opened, delivered = time.monotonic(), False
-                for event_type, node in watch(client.core.list_node, version, WATCH_SECONDS,
-                                              allow_watch_bookmarks=True, **selector):
-                    version = (node.get("metadata") or {}).get("resourceVersion") or version
-                    if event_type != "BOOKMARK":
-                        deliver((event_type, node))
-                    delivered = True
-                    backoff.reset()
-                    if stop.is_set():
-                        return
-                if delivered or time.monotonic() - opened >= WATCH_SECONDS / 2:
-                    backoff.reset()  # a watch that ran its time: open it again from where it was
-                else:  # one that ends at once, with nothing, again and again (a proxy's timeout): not in a busy loop
-                    stop.wait(backoff.next())
-        except WatchExpired:
-            delay = backoff.next()
-            LOGGER.info("The watch of nodes expired or its stream broke; listing them again in %.1f s.", delay)
+            if informer.objects is None:
+                deliver(("listed", list(informer.relist().values())))
+            if informer.wait(until, informer.clock() + WATCH_SECONDS, ended) is RELISTED:
+                delay = backoff.next()
+                LOGGER.info("The watch of nodes expired or its stream broke; listed them again, watching in %.1f s.",
+                            delay)
+                stop.wait(delay)
         except Exception as exc:  # pylint: disable=broad-except  # never end: the next list tells what was missed
+            informer.objects = None
             delay = backoff.next()
             LOGGER.warning("Watching nodes failed (%s); trying again in %.1f s.", _describe(exc), delay)
-        stop.wait(delay)
-
-
-def read_nodeclaims(client, label_selector):
-    """The Karpenter NodeClaims, or None where that API does not exist (HTTP 404)."""
-    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
-
-    group, version, plural = NODECLAIM_API
-    kwargs = {"label_selector": label_selector} if label_selector else {}
-    try:
-        listed = k8s_client.CustomObjectsApi(client.api_client).list_cluster_custom_object(
-            group, version, plural, _request_timeout=15, **kwargs)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return listed.get("items") or []
+            stop.wait(delay)
 
 
 class NewNodesSource:
@@ -908,7 +882,7 @@ class NewNodesSource:
         if self.nodeclaims_absent_since is not None and now - self.nodeclaims_absent_since < NODECLAIM_RECHECK_SECONDS:
             return None
         try:
-            claims = read_nodeclaims(self.client, self.settings.label_selector)
+            claims = served_node_claims(self.client, label_selector=self.settings.label_selector, _request_timeout=15)
         except Exception as exc:  # pylint: disable=broad-except  # enrichment only: the event goes out without it
             LOGGER.warning("Reading the NodeClaims failed (%s); this event goes without them.", _describe(exc))
             return None

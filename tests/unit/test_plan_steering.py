@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.steering import (
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
     is_steered,
     steering_patch,
     steering_while_moving_effects,

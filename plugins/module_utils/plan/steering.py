@@ -2,7 +2,8 @@
 # Copyright: kubeops.rotation contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The temporary ``kubeops.io/rebalancing`` taint that steers replacements to the planned nodes."""
+"""The temporary ``kubeops.io/rebalancing`` taint that steers replacements to the planned nodes: of every move
+that evicts (a drain keeping its zones, a restart, a rebalance pass), so it lives beside the plans, not under one."""
 
 from __future__ import annotations
 

@@ -1,0 +1,97 @@
+"""api.watch.Informer, the one way the collection watches: a list, then a watch, listed again when the watch
+expired or broke. The API server's list and watch are stood in for by scripts of their answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api import watch as watch_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED, Informer, WatchExpired
+
+
+def obj(uid, version, ready=False):
+    return {"metadata": {"uid": uid, "resourceVersion": str(version)}, "ready": ready}
+
+
+class Lists:
+    """list_with_version answering each list from a script: (items, version)."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def list_with_version(self, _list_method, **_kwargs):
+        self.calls += 1
+        return self.answers.pop(0)
+
+
+@pytest.fixture
+def watches(monkeypatch):
+    """The watch streams to answer, in turn: each a list of (type, object), or an exception to raise after them."""
+    streams = []
+    started_from = []
+
+    def fake_watch(_list_method, version, _timeout, **_kwargs):
+        started_from.append(version)
+        events, failure = streams.pop(0) if streams else ([], None)
+        for event in events:
+            yield event
+        if failure:
+            raise failure
+
+    monkeypatch.setattr(watch_module, "watch", fake_watch)
+    return streams, started_from
+
+
+def test_it_lists_once_then_follows_the_watch_and_hands_each_change_to_until(watches):
+    streams, started_from = watches
+    streams.append(([("ADDED", obj("b", 11)), ("BOOKMARK", {"metadata": {"resourceVersion": "12"}}),
+                     ("MODIFIED", obj("b", 13, ready=True))], None))
+    lists = Lists(([obj("a", 9)], "10"))
+    seen = []
+
+    def until(objects, change):
+        seen.append(change)
+        return objects.get("b", {}).get("ready")
+    assert Informer(lists, "list pods").wait(until, deadline=float("inf")) is True
+    assert lists.calls == 1 and started_from == ["10"]
+    assert seen == [None, ("ADDED", obj("b", 11)), ("MODIFIED", obj("b", 13, ready=True))], "no bookmark told"
+
+
+def test_an_expired_or_broken_watch_is_listed_again_and_watched_from_that_list(watches):
+    streams, started_from = watches
+    streams.append(([("DELETED", obj("a", 11))], WatchExpired()))
+    streams.append(([("ADDED", obj("c", 21))], None))
+    lists = Lists(([obj("a", 9)], "10"), ([obj("b", 19)], "20"))
+    changes = []
+
+    def until(objects, change):
+        changes.append((sorted(objects), change))
+        return "c" in objects
+    informer = Informer(lists, "list pods")
+    assert informer.wait(until, deadline=float("inf"))
+    assert started_from == ["10", "20"] and informer.version == "21"
+    assert changes[1:3] == [([], ("DELETED", obj("a", 11))), (["b"], RELISTED)]
+
+
+def test_ended_hears_of_each_watch_that_ended_by_itself_and_may_end_the_wait(watches):
+    streams, started_from = watches
+    streams.append(([("BOOKMARK", {"metadata": {"resourceVersion": "8"}})], None))
+    clock = iter([0.0, 1.0, 2.0, 2.5]).__next__
+    heard = []
+
+    def ended(seconds, quiet):
+        heard.append((seconds, quiet))
+        return len(heard) == 2
+    informer = Informer(Lists(), "list pods", clock=clock).start_from("7")
+    assert informer.wait(lambda objects, change: False, deadline=10.0, ended=ended) is False
+    assert started_from == ["7", "8"] and heard == [(1.0, False), (0.5, True)], "a bookmark is not nothing"
+
+
+def test_started_from_a_version_it_lists_nothing_reopens_a_watch_that_ended_and_stops_at_the_deadline(watches):
+    streams, started_from = watches
+    clock = iter([0.0, 5.0, 11.0]).__next__
+    lists = Lists()
+    informer = Informer(lists, "list pods", clock=clock).start_from("7", {"a": obj("a", 6)})
+    assert informer.wait(lambda objects, change: "a" not in objects, deadline=10.0) is False
+    assert lists.calls == 0 and started_from == ["7", "7"]
