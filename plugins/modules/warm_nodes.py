@@ -197,27 +197,11 @@ EXAMPLES = r"""
     timeout: 900
   register: warm
 
-- name: Warm two nodes in zone-a and one in zone-b, where the nodes they replace are
-  kubeops.rotation.warm_nodes:
-    name: rotation-2026-12
-    zones:
-      - {zone: zone-a, count: 2}
-      - {zone: zone-b, count: 1}
-    node_selector: {karpenter.sh/nodepool: general}
-
 - name: As many warm nodes as the pods of the batch need
   kubeops.rotation.warm_nodes:
     capacity_for_nodes: "{{ batch_nodes }}"
     node_selector: {eks.amazonaws.com/nodegroup: workers-v2}
     template_capacity: {cpu: "3920m", memory: 15Gi, pods: "58"}
-
-- name: Warm two nodes in zone-a and one in zone-b, where the nodes they replace are
-  kubeops.rotation.warm_nodes:
-    name: rotation-2026-12
-    zones:
-      - {zone: zone-a, count: 2}
-      - {zone: zone-b, count: 1}
-    node_selector: {karpenter.sh/nodepool: general}
 
 - name: Release the warm nodes' placeholders
   kubeops.rotation.warm_nodes:

@@ -34,8 +34,7 @@ def watches(monkeypatch):
     def fake_watch(_list_method, version, _timeout, **_kwargs):
         started_from.append(version)
         events, failure = streams.pop(0) if streams else ([], None)
-        for event in events:
-            yield event
+        yield from events
         if failure:
             raise failure
 

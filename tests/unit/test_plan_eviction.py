@@ -72,7 +72,8 @@ def test_the_queue_holds_the_pods_to_remove_and_terminating_pods_are_waited_for_
 
 def test_outcomes_read_as_their_values_in_results_messages_and_json():
     state = queued(pod("a"))[0]
-    assert state.result()["outcome"] == "pending" and type(state.result()["outcome"]) is str
+    outcome = state.result()["outcome"]
+    assert outcome == "pending" and not isinstance(outcome, Outcome), "a plain string in the result"
     assert "%s" % Outcome.IN_FLIGHT == "in_flight" and json.dumps(Outcome.EVICTED) == '"evicted"'
 
 
@@ -128,9 +129,9 @@ def test_a_watch_of_the_pdbs_releases_one_pod_per_allowed_disruption():
 def test_a_pdb_refusal_waits_for_the_pdb_other_429s_back_off_and_a_lost_answer_is_checked_first():
     state = queued(pod("a"))[0]
     state.attempts = 1
-    assert after_error(state, 429, "Cannot evict pod as it would violate the pod's disruption budget.", True,
-                       NOW, lambda: 0.5, NO_PDBS) == (Attempt.RETRY, "its PodDisruptionBudget (Cannot evict pod as "
-                                                       "it would violate the pod's disruption budget.)")
+    refusal = "Cannot evict pod as it would violate the pod's disruption budget."
+    assert after_error(state, 429, refusal, True, NOW, lambda: 0.5, NO_PDBS) == (
+        Attempt.RETRY, "its PodDisruptionBudget (%s)" % refusal)
     assert state.refused_by_pdb and state.next_try == NOW + PDB_RECHECK and state.outcome is Outcome.PENDING
     assert after_error(state, 429, "too many requests", False, NOW, lambda: 0.5, NO_PDBS) == (Attempt.RETRY, "")
     assert not state.refused_by_pdb and state.next_try == NOW + 1.0
