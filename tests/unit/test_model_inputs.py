@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
     field_selector_error,
+    first_empty,
     first_error,
     labels_error,
     names_error,
@@ -44,6 +45,13 @@ def test_lists_of_names_must_name_something_and_every_entry_must_be_a_name():
     assert names_error("nodes", [None], "node") == "nodes has an empty node (item 1)."
 
 
+def test_the_first_empty_entry_is_counted_from_one():
+    assert first_empty(["a", "b"]) is None
+    assert first_empty(["a", " ", ""]) == 2
+    assert first_empty([None]) == 1
+    assert first_empty([]) is None
+
+
 @pytest.mark.parametrize("name, check", [("node_selector", selector_error), ("field_selector", field_selector_error)])
 def test_an_empty_selector_is_refused_since_it_selects_everything(name, check):
     assert check(name, " ") == "%s is empty: to Kubernetes an empty selector selects everything; give one or " \
@@ -73,6 +81,12 @@ def test_a_malformed_field_selector_is_quoted_with_the_reason():
 ])
 def test_numbers_below_their_minimum_are_refused(value, minimum, error):
     assert number_error("timeout", value, minimum) == error
+
+
+def test_a_number_read_from_what_was_written_is_shown_as_written():
+    assert number_error("drain_node_timeout", 0, 1, shown="False") == "drain_node_timeout must be 1 or more, got False."
+    assert number_error("drain_node_timeout", -1, 1, shown="-1.0") == "drain_node_timeout must be 1 or more, got -1.0."
+    assert number_error("drain_node_timeout", 1, 1, shown="1.0") is None
 
 
 def test_quantities_must_parse_and_be_positive_where_a_size_is_needed():

@@ -25,7 +25,8 @@ def test_counts_from_one_and_percents_up_to_100_are_valid(value):
     assert count_or_percent_error("batch_size", value) is None
 
 
-@pytest.mark.parametrize("value", ["0", "0%", "150%", "abc", "", "-1", "2.5", "%", None])
+# Digits other than 0-9 too: an Arabic-Indic three, a superscript two (which int() cannot read).
+@pytest.mark.parametrize("value", ["0", "0%", "150%", "abc", "", "-1", "2.5", "%", None, "\u0663", "\u00b2", "\u00b2%"])
 def test_anything_else_is_named_in_the_error(value):
     assert count_or_percent_error("batch_size", value) == \
         "batch_size must be a count like 1 or a percent like 25%%, got %s." % (value,)

@@ -39,10 +39,15 @@ def names_error(name, names, what="name", optional=True):
         return None
     if not names:
         return "%s is empty: name at least one %s%s." % (name, what, ", or leave the option out" if optional else "")
-    for index, entry in enumerate(names, 1):
-        if entry is None or not str(entry).strip():
-            return "%s has an empty %s (item %d)." % (name, what, index)
+    index = first_empty(names)
+    if index:
+        return "%s has an empty %s (item %d)." % (name, what, index)
     return None
+
+
+def first_empty(names):
+    """The position (from 1) of the first entry of ``names`` that is missing or blank, or None."""
+    return next((index for index, entry in enumerate(names, 1) if entry is None or not str(entry).strip()), None)
 
 
 def selector_error(name, text):
@@ -71,10 +76,11 @@ def field_selector_error(name, text):
     return None
 
 
-def number_error(name, value, minimum):
-    """Why a given number is refused: it is below ``minimum``."""
+def number_error(name, value, minimum, shown=None):
+    """Why a given number is refused: it is below ``minimum``. ``shown`` is the value as it was written, where
+    ``value`` is what it was read as (a role's variable read as Jinja's int filter reads it)."""
     if value is not None and value < minimum:
-        return "%s must be %s or more, got %s." % (name, minimum, value)
+        return "%s must be %s or more, got %s." % (name, minimum, value if shown is None else shown)
     return None
 
 

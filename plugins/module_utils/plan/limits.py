@@ -31,10 +31,11 @@ def scaled_count(value, total, round_up):
 
 
 def count_or_percent_error(name, value):
-    """Why ``value`` is not a count >= 1 or a percent 1-100%, or None."""
+    """Why ``value`` is not a count >= 1 or a percent 1-100%, or None. Digits are 0-9 only, as Kubernetes reads an
+    IntOrString."""
     text = str(value).strip()
     number = text[:-1] if text.endswith("%") else text
-    if not number.isdigit() or int(number) < 1 or (text.endswith("%") and int(number) > 100):
+    if not (number.isascii() and number.isdigit()) or int(number) < 1 or (text.endswith("%") and int(number) > 100):
         return "%s must be a count like 1 or a percent like 25%%, got %s." % (name, value)
     return None
 

@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubeops.rotation contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What a batch of a rotation did against what its plan said: the rotate_nodes role's report entry of the batch
+(the filter kubeops.rotation.batch_report).
+
+Plain data in (the batch as rotation_plan planned it, what replace_pods and evict returned), plain data out; the
+clock is passed in.
+"""
+
+from __future__ import annotations
+
+
+def missing(keys, others):
+    """The keys not among ``others``, each once, in the order of ``keys``."""
+    others = set(others)
+    return [key for key in dict.fromkeys(keys) if key not in others]
+
+
+def differences(index, planned, replaced, to_evict, evicted):
+    """Where batch ``index`` did not do what its plan said, one sentence a pod."""
+    prefix = "batch %s: " % index
+    return ([prefix + "%s planned to replace first, not replaced (gone before)" % key
+             for key in missing(planned, replaced)]
+            + [prefix + "%s replaced first, not planned (the check of the batch found it may not be evicted now)" % key
+               for key in missing(replaced, planned)]
+            + [prefix + "%s planned to evict, not evicted (gone before)" % key for key in missing(to_evict, evicted)]
+            + [prefix + "%s evicted, not planned (it came to the node after the plan)" % key
+               for key in missing(evicted, to_evict)])
+
+
+def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started, now):
+    """The report entry of ``batch`` (one of ``batches``), planned against done: the pods planned to be replaced
+    first and to be evicted, those that were, where the two differ (nothing in check mode, where nothing was done
+    by design), the seconds since ``started`` and those each step took, and ``row``, its line of the Markdown table.
+    ``replaced``, ``eviction`` and ``warmed`` are the results of replace_pods, evict and warm_nodes (skipped or not)."""
+    planned = [pod for entry in batch["replace"] for pod in entry["pods"]]
+    done = [pod for workload in replaced.get("workloads") or [] for pod in workload.get("replaced") or []]
+    evicted = ["%s/%s" % (pod["namespace"], pod["name"])
+               for pod in eviction.get("pods") or [] if pod["outcome"] == "evicted"]
+    seconds = round(now - float(started), 1)
+    report = {
+        "batch": batch["index"],
+        "nodes": batch["nodes"],
+        "replacements_planned": planned,
+        "replacements_done": done,
+        "replaced_workloads": ["%s/%s/%s" % (entry["namespace"], entry["kind"], entry["name"])
+                               for entry in batch["replace"]],
+        "evictions_planned": batch["evict"],
+        "evictions_done": evicted,
+        "replaced": len(done),
+        "evicted": len(evicted),
+        "differences": [] if check_mode else differences(batch["index"], planned, done, batch["evict"], evicted),
+        "seconds": seconds,
+        "warm_seconds": warmed.get("elapsed_seconds", 0),
+        "replace_seconds": replaced.get("elapsed_seconds", 0),
+        "evict_seconds": eviction.get("elapsed_seconds", 0),
+    }
+    report["row"] = "| %s/%s | %s | %d | %d | %d | %d | %s |" % (
+        batch["index"], batches, ", ".join(str(node) for node in batch["nodes"]), len(planned), len(done),
+        len(batch["evict"]), len(evicted), seconds)
+    return report
