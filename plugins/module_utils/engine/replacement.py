@@ -76,7 +76,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     surge_step,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import not_ready_text
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import rollout_status
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import Rollout, rollout_status
 
 # How often a wait for pods also reads the workload again, to see whether someone else set its replicas.
 RECHECK_SECONDS = 5.0
@@ -182,11 +182,11 @@ class Replacing:
 
     def rolled_out(self, workload, obj):
         """The Deployment once no rollout of it is under way: a surge scales one ReplicaSet, not two."""
-        if rollout_status(workload.kind, obj).state == "done":
+        if rollout_status(workload.kind, obj).state is Rollout.DONE:
             return obj
         found = workload_informer(self.client, workload).wait(
             lambda objects, _change: next(
-                (o for o in objects.values() if rollout_status(workload.kind, o).state == "done"), None),
+                (o for o in objects.values() if rollout_status(workload.kind, o).state is Rollout.DONE), None),
             self.deadline)
         if not found:
             raise TimedOut("%s was still rolling out when the time was up: %s; nothing of it was changed." % (

@@ -32,6 +32,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors i
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import (
+    Rollout,
     Status,
     owners_on_nodes,
     paced_strategy,
@@ -114,10 +115,10 @@ class RolloutRestart:
         progress.reason = reason
         if self.wait:
             status = self.wait_for_rollout(progress, obj, deadline)
-            progress.rollout, progress.rollout_message = status.state, status.message
-            if status.state == "done" and self.avoid_nodes:
+            progress.rollout, progress.rollout_message = status.state.value, status.message
+            if status.state is Rollout.DONE and self.avoid_nodes:
                 progress.landed_on_avoided_nodes = self.pods_on_avoided_nodes(workload, obj)
-            put_back = strategy_put_back(obj) if status.state == "done" else None
+            put_back = strategy_put_back(obj) if status.state is Rollout.DONE else None
             if put_back:
                 patch_workload(self.client, workload, put_back)
         progress.seconds = round(self.clock() - started, 2)
@@ -152,7 +153,7 @@ class RolloutRestart:
         def settled(objects, _change):
             current = latest(objects)
             status = rollout_status(workload.kind, current)
-            if status.state == "progressing":
+            if status.state is Rollout.PROGRESSING:
                 self.progress.tell(workload, "%s: %s" % (workload.label, status.message))
                 return None
             return status
@@ -163,7 +164,7 @@ class RolloutRestart:
         if status:
             return status
         current = latest(informer.objects)
-        return Status("timeout", rollout_status(workload.kind, current).message + self.conditions(current))
+        return Status(Rollout.TIMEOUT, rollout_status(workload.kind, current).message + self.conditions(current))
 
     @staticmethod
     def conditions(obj):
@@ -278,7 +279,7 @@ def restart_workloads(client, settings, check_mode=False):
               "warnings": ["%s %s/%s has pods on nodes to avoid: %s" % (
                   entry["kind"], entry["namespace"], entry["name"], ", ".join(entry["landed_on_avoided_nodes"]))
                   for entry in entries if entry["landed_on_avoided_nodes"]]}
-    unfinished = [entry for entry in entries if entry["rollout"] in ("stuck", "timeout")]
+    unfinished = [entry for entry in entries if entry["rollout"] in (Rollout.STUCK, Rollout.TIMEOUT)]
     if unfinished:
         done = sum(1 for entry in entries if entry["rollout"] == "done")
         raise TimedOut("%d rollout(s) did not complete: %s. %d of %d workloads rolled out; rerunning with the same "

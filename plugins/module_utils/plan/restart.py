@@ -7,9 +7,9 @@ rollout status the way ``kubectl rollout status`` decides it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import enum
 import json
+from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     RESTART_ID,
@@ -24,11 +24,22 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import desired_healthy
 
 
+class Rollout(str, enum.Enum):
+    """How a rollout stands; the value is what results show."""
+
+    DONE = "done"
+    PROGRESSING = "progressing"
+    # Waiting would not help: reported, not waited on.
+    STUCK = "stuck"
+    TIMEOUT = "timeout"
+
+    def __str__(self):
+        return self.value
+
+
 @dataclass(frozen=True)
 class Status:
-    """``state`` is done, progressing, or stuck (waiting would not help: reported, not waited on)."""
-
-    state: str
+    state: Rollout
     message: str
 
 
@@ -48,53 +59,53 @@ def rollout_status(kind, obj):
     observed = metadata.get("generation", 0) <= status.get("observedGeneration", 0)
     if kind == "Deployment":
         if spec.get("paused"):
-            return Status("stuck", "%s is paused; resume it to let the rollout go on" % name)
+            return Status(Rollout.STUCK, "%s is paused; resume it to let the rollout go on" % name)
         if not observed:
-            return Status("progressing", "waiting for %s spec update to be observed" % name)
+            return Status(Rollout.PROGRESSING, "waiting for %s spec update to be observed" % name)
         progressing = _condition(obj, "Progressing")
         if progressing.get("reason") == "ProgressDeadlineExceeded":
-            return Status("stuck", "%s exceeded its progress deadline: %s" % (name, progressing.get("message")))
+            return Status(Rollout.STUCK, "%s exceeded its progress deadline: %s" % (name, progressing.get("message")))
         replicas = spec.get("replicas", 1)
         updated = status.get("updatedReplicas", 0)
         if updated < replicas:
-            return Status("progressing", "%s: %d out of %d new replicas have been updated" % (name, updated, replicas))
+            return Status(Rollout.PROGRESSING, "%s: %d out of %d new replicas have been updated" % (name, updated, replicas))
         if status.get("replicas", 0) > updated:
-            return Status("progressing", "%s: %d old replicas are pending termination" % (
+            return Status(Rollout.PROGRESSING, "%s: %d old replicas are pending termination" % (
                 name, status.get("replicas", 0) - updated))
         if status.get("availableReplicas", 0) < updated:
-            return Status("progressing", "%s: %d of %d updated replicas are available" % (
+            return Status(Rollout.PROGRESSING, "%s: %d of %d updated replicas are available" % (
                 name, status.get("availableReplicas", 0), updated))
-        return Status("done", "%s successfully rolled out" % name)
+        return Status(Rollout.DONE, "%s successfully rolled out" % name)
     strategy = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
     if strategy != "RollingUpdate":
-        return Status("stuck", "%s has updateStrategy %s: its pods change only when deleted" % (name, strategy))
+        return Status(Rollout.STUCK, "%s has updateStrategy %s: its pods change only when deleted" % (name, strategy))
     if kind == "StatefulSet":
         if not status.get("observedGeneration") or not observed:
-            return Status("progressing", "waiting for %s spec update to be observed" % name)
+            return Status(Rollout.PROGRESSING, "waiting for %s spec update to be observed" % name)
         replicas = spec.get("replicas", 1)
         if status.get("readyReplicas", 0) < replicas:
-            return Status("progressing", "%s: waiting for %d pods to be ready" % (
+            return Status(Rollout.PROGRESSING, "%s: waiting for %d pods to be ready" % (
                 name, replicas - status.get("readyReplicas", 0)))
         partition = ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0
         if partition:
             if status.get("updatedReplicas", 0) < replicas - partition:
-                return Status("progressing", "%s: waiting for partitioned roll out to finish: %d out of %d new pods "
+                return Status(Rollout.PROGRESSING, "%s: waiting for partitioned roll out to finish: %d out of %d new pods "
                               "have been updated" % (name, status.get("updatedReplicas", 0), replicas - partition))
-            return Status("done", "%s: partitioned roll out complete" % name)
+            return Status(Rollout.DONE, "%s: partitioned roll out complete" % name)
         if status.get("updateRevision") != status.get("currentRevision"):
-            return Status("progressing", "%s: waiting for rolling update to complete %d pods at revision %s" % (
+            return Status(Rollout.PROGRESSING, "%s: waiting for rolling update to complete %d pods at revision %s" % (
                 name, status.get("updatedReplicas", 0), status.get("updateRevision")))
-        return Status("done", "%s rolling update complete" % name)
+        return Status(Rollout.DONE, "%s rolling update complete" % name)
     if not observed:
-        return Status("progressing", "waiting for %s spec update to be observed" % name)
+        return Status(Rollout.PROGRESSING, "waiting for %s spec update to be observed" % name)
     desired = status.get("desiredNumberScheduled", 0)
     if status.get("updatedNumberScheduled", 0) < desired:
-        return Status("progressing", "%s: %d out of %d new pods have been updated" % (
+        return Status(Rollout.PROGRESSING, "%s: %d out of %d new pods have been updated" % (
             name, status.get("updatedNumberScheduled", 0), desired))
     if status.get("numberAvailable", 0) < desired:
-        return Status("progressing", "%s: %d of %d updated pods are available" % (
+        return Status(Rollout.PROGRESSING, "%s: %d of %d updated pods are available" % (
             name, status.get("numberAvailable", 0), desired))
-    return Status("done", "%s successfully rolled out" % name)
+    return Status(Rollout.DONE, "%s successfully rolled out" % name)
 
 
 def restart_plan(obj, restart_id=None, restarted_after=None):
