@@ -9,6 +9,8 @@ from __future__ import annotations
 # Well-known Kubernetes keys.
 ZONE_LABEL = "topology.kubernetes.io/zone"
 LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -20,6 +22,8 @@ SAFE_TO_EVICT = ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")
 
 # Karpenter's: the NodePool a node or NodeClaim belongs to.
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+# A node's capacity type (spot, on-demand): Karpenter's label, then that of EKS managed node groups.
+CAPACITY_TYPE_LABELS = ("karpenter.sh/capacity-type", "eks.amazonaws.com/capacityType")
 
 # Ours.
 MANAGER = "kubeops.rotation"

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import ZONE_LABEL
 
+# The taint effects that keep off every pod that does not tolerate them (PreferNoSchedule only discourages).
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
 
 def node_name(node):
     return node["metadata"]["name"]
@@ -23,6 +26,11 @@ def zone_of(node):
 
 def taints_of(node):
     return (node.get("spec") or {}).get("taints") or []
+
+
+def blocking_taints(node):
+    """The node's NoSchedule and NoExecute taints."""
+    return [taint for taint in taints_of(node) if taint.get("effect") in BLOCKING_EFFECTS]
 
 
 def taint_text(taint):
@@ -55,7 +63,7 @@ def is_schedulable(node):
     """Ready, not cordoned, and without a NoSchedule or NoExecute taint."""
     if is_cordoned(node):
         return False
-    if any(taint.get("effect") in ("NoSchedule", "NoExecute") for taint in taints_of(node)):
+    if blocking_taints(node):
         return False
     return is_ready(node)
 

@@ -18,9 +18,9 @@ import types
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
+    blocking_taints,
     node_labels,
     node_name,
-    taints_of,
     zone_of,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import claim_names, node_of, pod_key
@@ -72,8 +72,7 @@ def node_accepts(pod, node):
     resources aside."""
     if not matches_node_affinity(pod, node):
         return False
-    taints = [taint for taint in taints_of(node) if taint.get("effect") in ("NoSchedule", "NoExecute")]
-    return all(tolerates(pod, taint) for taint in taints)
+    return all(tolerates(pod, taint) for taint in blocking_taints(node))
 
 
 def bound_volume(pod, claim_zones):
