@@ -45,6 +45,20 @@ METRICS_FILE = os.path.join(REPO, ".cache", "last-cluster-metrics%s.json" % (
     "-" + os.environ["PYTEST_XDIST_WORKER"] if os.environ.get("PYTEST_XDIST_WORKER") else ""))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--repeat", action="append", default=[], metavar="TEST=N",
+                     help="run the test function TEST N times in this session, after the tests before it: a scenario "
+                          "again and again on a control plane that has served a long run")
+
+
+def pytest_generate_tests(metafunc):
+    for spec in metafunc.config.getoption("repeat"):
+        name, _, count = spec.partition("=")
+        if metafunc.function.__name__ == name:
+            metafunc.fixturenames.append("repeat_round")
+            metafunc.parametrize("repeat_round", range(int(count or 1)))
+
+
 def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):
     """Poll ``predicate`` until it returns something truthy; fail the test naming ``what``."""
     deadline = time.monotonic() + timeout
