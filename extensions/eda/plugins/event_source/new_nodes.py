@@ -359,8 +359,8 @@ def follow_nodes(client, label_selector, deliver, stop, backoff=None):
                 deliver(("listed", list(informer.relist().values())))
             if informer.wait(until, informer.clock() + WATCH_SECONDS, ended) is RELISTED:
                 delay = backoff.next()
-                LOGGER.info("The watch of nodes expired or its stream broke; listed them again, watching in %.1f s.",
-                            delay)
+                LOGGER.info("The watch of nodes expired or its stream broke; listing them again, and watching again "
+                            "in %.1f s.", delay)
                 stop.wait(delay)
         except Exception as exc:  # pylint: disable=broad-except  # never end: the next list tells what was missed
             informer.objects = None
