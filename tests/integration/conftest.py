@@ -53,10 +53,10 @@ def pytest_addoption(parser):
 
 def pytest_generate_tests(metafunc):
     for spec in metafunc.config.getoption("repeat"):
-        name, _, count = spec.partition("=")
+        name, separator, count = spec.partition("=")
         if metafunc.function.__name__ == name:
             metafunc.fixturenames.append("repeat_round")
-            metafunc.parametrize("repeat_round", range(int(count or 1)))
+            metafunc.parametrize("repeat_round", range(int(count) if separator else 1))
 
 
 def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):
