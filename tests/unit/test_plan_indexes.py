@@ -26,9 +26,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement im
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.duplicates import DuplicateTargets
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
+    STRATEGY_NAMES,
     Planner,
     RebalanceSettings,
+    plan_rebalance,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import in_scope, spread
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.topology_spread import SpreadTargets
 from builders import HOSTNAME, ZONE, anti_affinity, node, pdb, pod, zone_spread
 
@@ -132,6 +135,17 @@ def test_domain_counts_keep_the_smallest_count_as_pods_and_domains_come_and_go()
     assert (counts.counts, counts.min) == ({}, 0)
 
 
+def test_domain_counts_started_with_their_pods_equal_those_stepped_one_pod_at_a_time():
+    started = DomainCounts(["a", "b", "c"], ["a", None, "c", "a"])
+    stepped = DomainCounts(["a", "b", "c"])
+    for domain in ("a", "c", "a"):
+        stepped.step(domain, 1)
+    assert (started.counts, started.min) == (stepped.counts, stepped.min) == ({"a": 2, "b": 0, "c": 1}, 0)
+    for counts in (started, stepped):
+        counts.close("b")
+    assert started.min == stepped.min == 1
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_a_rooms_counts_and_indexes_equal_a_recount_after_pods_and_nodes_come_and_go(seed):
     rng = random.Random(seed)
@@ -207,6 +221,29 @@ def test_fit_places_every_pod_where_asking_each_node_in_turn_would_and_gives_the
         assert room.place(movers, nodes, preference, (lambda subject: None) if preference else None) == expected
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_fit_passes_over_a_run_of_nodes_of_a_zone_the_spread_refuses_as_asking_each_node_would(seed):
+    rng = random.Random(seed)
+    # Zones in runs (a then b, no zone, c), as an order by zone has them; some nodes full or tainted.
+    zones = ["a"] * 8 + ["b"] * 8 + [None] * 2 + ["c"] * 8
+    nodes = [node("n%02d" % index, zone=zone, cpu=rng.choice(("1", "2", "4")), pods="8",
+                  taints=[GPU] if rng.random() < 0.1 else []) for index, zone in enumerate(zones)]
+    residents = [pod("r%d" % index, rng.choice(nodes)["metadata"]["name"], app=rng.choice(APPS))
+                 for index in range(20)]
+    movers = []
+    for index in range(50):
+        app = rng.choice(APPS)
+        spread_on = zone_spread(app) if rng.random() < 0.8 else hostname_spread(app)
+        movers.append(pod("m%d" % index, "leaving", app=app, cpu=rng.choice(("100m", "500m")),
+                          topologySpreadConstraints=[spread_on]))
+
+    def zone_c_first(subject, candidate):
+        return candidate["metadata"]["labels"].get(ZONE) != "c"
+
+    for preference in (None, zone_c_first):
+        assert fit(movers, nodes, residents, preference) == fit_asking_every_node(movers, nodes, residents, preference)
+
+
 def test_a_node_skipped_as_full_still_gives_the_reason_a_pod_fits_nowhere():
     placement, unplaced = fit([pod("first", cpu="1"), pod("second", cpu="1")],
                               [node("small", cpu="1"), node("gpu", taints=[GPU])], [])
@@ -224,6 +261,17 @@ def planner_of(seed):
             for app in APPS for index in range(8)]
     owners = {("ns", app + "-rs"): app for app in APPS}
     return rng, Planner(nodes, pods, owners, RebalanceSettings())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_spread_before_a_rebalance_is_what_spread_counts_on_the_snapshot(seed):
+    rng = random.Random(seed)
+    nodes = [some_node(rng, "n%d" % index) for index in range(10)]
+    nodes[0]["spec"]["unschedulable"] = True
+    pods = [some_pod(rng, "p%d" % index, rng.choice(nodes)["metadata"]["name"]) for index in range(40)]
+    owners = {("ns", app + "-rs"): app for app in APPS}
+    plan = plan_rebalance(nodes, pods, owners, RebalanceSettings(strategies=STRATEGY_NAMES))
+    assert plan["before"] == spread(in_scope(nodes)[0], pods, owners)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -208,3 +208,16 @@ def test_a_pod_adds_to_its_spread_count_only_when_its_constraint_selects_it():
         "topologySpreadConstraints"])
     broken = "its topology spread constraint on %s would be broken" % ZONE
     assert Room(nodes, residents).why_not(selected, "a1") == broken
+
+
+def test_a_domain_whose_nodes_lack_the_key_of_another_constraint_holds_none_of_the_first():
+    rack_spread = {"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule",
+                   "labelSelector": {"matchLabels": {"app": "web"}}}
+    nodes = [node("a1", zone="a", labels={"rack": "r1"}), node("b1", zone="b", labels={"rack": "r2"}),
+             node("c1", zone="c")]
+    residents = [pod("web-1", "a1"), pod("web-2", "b1")]
+    spreading = pod("web-3", None, topologySpreadConstraints=[zone_spread(), rack_spread])
+    # c1 has no rack label, so zone c has no node the zone constraint counts: the zone constraint lets c1
+    # be (0 pods there, as the scheduler counts a domain it never saw), the rack constraint refuses it.
+    assert Room(nodes, residents).why_not(spreading, "c1") == "its topology spread constraint on rack would be broken"
+    assert fit([spreading], nodes, residents) == ({"ns/web-3": "a1"}, [])

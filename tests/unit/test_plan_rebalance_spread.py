@@ -6,6 +6,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import (
     constraints_of,
+    held_skew,
     in_scope,
     live_pods,
     owner_groups,
@@ -40,6 +41,12 @@ def test_live_pods_are_those_running_on_the_nodes_and_not_on_their_way_out():
 def test_skew_is_max_minus_min_and_nothing_has_none():
     assert skew({"a": 3, "b": 1, "c": 2}) == 2
     assert skew({"a": 1}) == 0 and skew({}) == 0
+
+
+def test_held_skew_is_the_skew_with_a_zero_on_every_feasible_node_that_holds_none():
+    assert held_skew({"n1": 3, "n2": 1}, {"n1": None, "n2": None, "n3": None}) == 3
+    assert held_skew({"n1": 3, "n2": 1}, {"n1": None, "n2": None}) == 2 == skew({"n1": 3, "n2": 1})
+    assert held_skew({"elsewhere": 2}, {}) == 0 and held_skew({}, {"n1": None}) == 0 and held_skew({}, {}) == 0
 
 
 def test_owner_groups_resolve_deployments_and_leave_out_daemonsets_and_bare_pods():

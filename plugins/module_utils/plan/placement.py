@@ -38,6 +38,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors i
 )
 
 
+# json.dumps(value, sort_keys=True), the text by which keys compare selectors and affinities, without making
+# an encoder per call.
+canonical_json = json.JSONEncoder(sort_keys=True).encode
+
+
 def tolerates(pod, taint):
     """Whether a toleration of the pod tolerates ``taint``: its effect (when given) is the taint's, and
     its key and value match, or it has no key and the operator Exists."""
@@ -151,13 +156,19 @@ NO_MATCH = "no node matches its node selector, affinity or tolerations"
 
 class DomainCounts:
     """Pods per domain of one topology spread constraint, and the smallest count, kept up to date one
-    pod and one domain at a time instead of counted again: ``counts`` is what domain_counts would say."""
+    pod and one domain at a time instead of counted again: ``counts`` is what domain_counts would say.
+    ``members`` are the domains of the pods counted from the start, one per pod (None: not counted)."""
 
-    def __init__(self, domains=()):
+    def __init__(self, domains=(), members=()):
         self.counts = dict.fromkeys(domains, 0)
-        self.min = 0
+        for domain in members:
+            if domain is not None:
+                self.counts[domain] += 1
+        self.min = min(self.counts.values()) if self.counts else 0
         # count -> how many domains have it, so that the smallest count is known without a scan.
-        self._domains_at = {0: len(self.counts)} if self.counts else {}
+        self._domains_at = {}
+        for count in self.counts.values():
+            self._tally(count, 1)
 
     def open(self, domain):
         """A domain that had no eligible node has one now."""
@@ -193,12 +204,13 @@ class DomainCounts:
 
 class _Spread:
     """The DomainCounts of one constraint (namespace, selector, topology key) for the pods of one node
-    affinity, over the eligible nodes ``domains`` (name -> domain) that it shares with other constraints."""
+    affinity, over the eligible nodes ``domains`` (name -> domain) that it shares with other constraints;
+    ``members`` are the nodes of the pods it counts from the start, one name per pod."""
 
-    def __init__(self, selector, eligible):
+    def __init__(self, selector, eligible, members):
         self.selector = selector
         self.domains = eligible.domains
-        self.counts = DomainCounts(eligible.nodes_in)
+        self.counts = DomainCounts(eligible.nodes_in, (self.domains.get(name) for name in members))
 
     def pod_changed(self, labels, name, delta):
         domain = self.domains.get(name)
@@ -245,21 +257,30 @@ class _Eligible:
 
 class _Facts:
     """What the fit checks read of one pod, worked out once: the keys of its node affinity (alone, and
-    with its tolerations), its hostname anti-affinity selectors, and its DoNotSchedule constraints each
-    with the key of its counts."""
+    with its tolerations), its hostname anti-affinity selectors, and its DoNotSchedule constraints."""
 
     def __init__(self, pod):
         spec = pod.get("spec") or {}
         required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
             "requiredDuringSchedulingIgnoredDuringExecution") or {}
-        self.affinity = json.dumps([spec.get("nodeSelector") or {}, required.get("nodeSelectorTerms") or []],
-                                   sort_keys=True)
-        self.acceptance = self.affinity + json.dumps(spec.get("tolerations") or [], sort_keys=True)
+        self.affinity = canonical_json([spec.get("nodeSelector") or {}, required.get("nodeSelectorTerms") or []])
+        self.acceptance = self.affinity + canonical_json(spec.get("tolerations") or [])
         self.anti_affinity = hostname_anti_affinity_terms(pod)
-        hard = hard_spread_constraints(pod)
         topology_keys = spread_topology_keys(pod)
-        self.spreads = [(constraint, _spread_key(pod, constraint, self.affinity, topology_keys))
-                        for constraint in hard]
+        self.spreads = [_HardSpread(pod, constraint, self.affinity, topology_keys)
+                        for constraint in hard_spread_constraints(pod)]
+
+
+class _HardSpread:
+    """One DoNotSchedule constraint of a pod and what checking it reads: the key of its counts, its
+    topology key and maxSkew, and whether the pod adds to its own count (counts_itself)."""
+
+    def __init__(self, pod, constraint, affinity, topology_keys):
+        self.constraint = constraint
+        self.key = _spread_key(pod, constraint, affinity, topology_keys)
+        self.topology_key = constraint.get("topologyKey")
+        self.max_skew = constraint.get("maxSkew", 1)
+        self.itself = 1 if counts_itself(pod, constraint) else 0
 
 
 def _spread_key(pod, constraint, affinity, topology_keys):
@@ -267,7 +288,7 @@ def _spread_key(pod, constraint, affinity, topology_keys):
     selector, the pod's node affinity (``affinity``, as _Facts keys it) and the topology keys every
     counted node must have (``topology_keys``, those of all the pod's DoNotSchedule constraints)."""
     return (pod["metadata"]["namespace"], constraint.get("topologyKey"),
-            json.dumps(constraint.get("labelSelector") or {}, sort_keys=True), affinity, topology_keys)
+            canonical_json(constraint.get("labelSelector") or {}), affinity, topology_keys)
 
 
 class Room:
@@ -504,9 +525,8 @@ class Room:
             eligible = self._eligible[(affinity, topology_key, topology_keys)] = _Eligible(
                 pod, topology_key, self.nodes.values(), topology_keys)
         selector = constraint.get("labelSelector")
-        spread = self._spreads[key] = _Spread(selector, eligible)
-        for other, name in self.pods_matching(namespace, selector):
-            spread.pod_changed(other["metadata"].get("labels") or {}, name, 1)
+        spread = self._spreads[key] = _Spread(selector, eligible,
+                                              [name for _other, name in self.pods_matching(namespace, selector)])
         eligible.spreads.append(spread)
         self._watching.setdefault(self._bucket_of(namespace, selector), []).append(spread)
         return spread.counts
@@ -520,11 +540,11 @@ class Room:
             return NO_MATCH
         if self._anti_affinity_refuses(facts, name):
             return "hostname anti-affinity leaves no node"
-        if not self._has_room(pod, name):
-            requests = self.requests(pod)
+        requests = self.requests(pod)
+        if not self._has_room(requests, name):
             return "no node has room for its requests (%s, %s)" % (
                 amount_text("cpu", requests["cpu"]), amount_text("memory", requests["memory"]))
-        broken = self._broken_spread(pod, facts, name)
+        broken = self._broken_spread(self._spread_limits(pod, facts), name)
         if broken is not None:
             return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
         return None
@@ -532,21 +552,34 @@ class Room:
     def _anti_affinity_refuses(self, facts, name):
         return bool(facts.anti_affinity) and anti_affinity_hit(facts.anti_affinity, self.pods_by_node[name])
 
-    def _has_room(self, pod, name):
-        requests = self.requests(pod)
+    def _has_room(self, requests, name):
+        """Whether node ``name`` has ``requests`` (a pod's) free."""
         free = self.free[name]
-        return all(free[resource] + 1e-9 >= requests[resource] for resource in RESOURCES)
+        for resource in RESOURCES:
+            if free[resource] + 1e-9 < requests[resource]:
+                return False
+        return True
 
-    def _broken_spread(self, pod, facts, name):
-        """The first constraint of the pod that placing it on ``name`` would break, or None."""
+    def _spread_limits(self, pod, facts):
+        """(constraint, topology key, pods per domain, the most a domain may hold for the pod to join it without
+        breaking maxSkew) of each DoNotSchedule constraint of the pod. They hold until the Room changes, so
+        that a fit works them out once for all the nodes it tries."""
+        limits = []
+        for hard in facts.spreads:
+            counts = self._spread(pod, hard.constraint, hard.key)
+            limits.append((hard.constraint, hard.topology_key, counts.counts,
+                           counts.min + hard.max_skew - hard.itself))
+        return limits
+
+    def _broken_spread(self, limits, name):
+        """The first constraint of ``limits`` (_spread_limits) that placing the pod on ``name`` would break,
+        or None."""
         labels = node_labels(self.nodes[name])
-        for constraint, key in facts.spreads:
-            counts = self._spread(pod, constraint, key)
-            domain = labels.get(constraint.get("topologyKey"))
-            if domain is None:
-                return constraint
-            itself = 1 if counts_itself(pod, constraint) else 0
-            if counts.counts and counts.counts[domain] + itself - counts.min > constraint.get("maxSkew", 1):
+        for constraint, topology_key, counts, most in limits:
+            domain = labels.get(topology_key)
+            # A domain no counted node is in (its nodes lack the key of another constraint, which that one
+            # refuses) holds none, as the scheduler counts it.
+            if domain is None or (counts and counts.get(domain, 0) > most):
                 return constraint
         return None
 
@@ -565,25 +598,24 @@ class Room:
             running = {resource: min(running[resource], self.requests(pod)[resource]) for resource in RESOURCES}
             smallest.append(running)
         smallest.reverse()
-        # An order of the nodes and where in it a fit starts: one for all pods, one per order group, or one
-        # per pod.
-        everyone = [list(nodes), 0]
+        # One lane for all pods, one per order group, or one per pod.
+        everyone = _Lane(list(nodes))
         lanes = {}
         placement, unplaced = {}, []
         for index, pod in enumerate(ordered):
             if preference is None:
                 lane = everyone
             elif order_group is None:
-                lane = [sorted(everyone[0], key=lambda n: preference(pod, n)), 0]
+                lane = _Lane(sorted(everyone.order, key=lambda n: preference(pod, n)))
             else:
                 group = order_group(pod)
                 if group not in lanes:
-                    lanes[group] = [sorted(everyone[0], key=lambda n: preference(pod, n)), 0]
+                    lanes[group] = _Lane(sorted(everyone.order, key=lambda n: preference(pod, n)))
                 lane = lanes[group]
-            order = lane[0]
-            while lane[1] < len(order) and self._takes_none(order[lane[1]]["metadata"]["name"], smallest[index]):
-                lane[1] += 1
-            name = self._first_fit(pod, order, lane[1])
+            order = lane.order
+            while lane.start < len(order) and self._takes_none(order[lane.start]["metadata"]["name"], smallest[index]):
+                lane.start += 1
+            name = self._first_fit(pod, lane)
             if name is not None:
                 self.add(pod, name)
                 placement[pod_key(pod)] = name
@@ -595,15 +627,39 @@ class Room:
         free = self.free[name]
         return any(free[resource] + 1e-9 < smallest[resource] for resource in RESOURCES)
 
-    def _first_fit(self, pod, order, start):
-        """The name of the first node of ``order`` from ``start`` on where ``pod`` may go, or None."""
-        facts = self._facts_of(pod)
-        for position in range(start, len(order)):
+    def _first_fit(self, pod, lane):
+        """The name of the first node of ``lane`` from its start on where ``pod`` may go, or None."""
+        facts, requests = self._facts_of(pod), self.requests(pod)
+        limits = None
+        order, position = lane.order, lane.start
+        while position < len(order):
             name = order[position]["metadata"]["name"]
-            if self._accepts_on(pod, facts, name) and self._has_room(pod, name) and \
-                    self._broken_spread(pod, facts, name) is None and not self._anti_affinity_refuses(facts, name):
+            if not self._accepts_on(pod, facts, name):
+                position += 1
+                continue
+            if limits is None:
+                limits = self._spread_limits(pod, facts)
+            broken = self._broken_spread(limits, name)
+            if broken is not None:
+                # The rest of the run of nodes in this node's domain would break the constraint as well.
+                position = self._run_ends(lane, broken.get("topologyKey"))[position]
+            elif self._has_room(requests, name) and not self._anti_affinity_refuses(facts, name):
                 return name
+            else:
+                position += 1
         return None
+
+    def _run_ends(self, lane, topology_key):
+        """For each position of ``lane``, the position just after the run of nodes around it that have the same
+        value of label ``topology_key`` (or none), worked out once per lane and key."""
+        ends = lane.run_ends.get(topology_key)
+        if ends is None:
+            ends = lane.run_ends[topology_key] = list(range(1, len(lane.order) + 1))
+            domains = [node_labels(self.nodes[node["metadata"]["name"]]).get(topology_key) for node in lane.order]
+            for position in range(len(ends) - 2, -1, -1):
+                if domains[position] == domains[position + 1]:
+                    ends[position] = ends[position + 1]
+        return ends
 
     def _last_refusal(self, pod, order):
         """Why a pod that fits nowhere in ``order`` is left out: what the last node whose labels and taints
@@ -613,6 +669,16 @@ class Room:
             if self._accepts_on(pod, facts, node["metadata"]["name"]):
                 return self.why_not(pod, node["metadata"]["name"])
         return NO_MATCH
+
+
+class _Lane:
+    """An order of the nodes that Room.place fits pods in: where fits start (the nodes before ``start`` take
+    none of the pods left), and per topology key the ends of its runs of nodes of one domain (Room._run_ends)."""
+
+    def __init__(self, order):
+        self.order = order
+        self.start = 0
+        self.run_ends = {}
 
 
 def fit(pods, nodes, resident_pods, preference=None, bystanders=()):

@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import owner_groups
 
 
 def balance(planner):
     """Move replicas of one owner from the nodes with the most of them to those with the fewest, until max
     minus min per node is at most ``max_skew``; a move only where two nodes differ by 2 or more."""
-    for owner, members in sorted(owner_groups(planner.pods, planner.replica_set_owners).items()):
+    for owner, members in sorted(planner.owner_groups().items()):
         feasible = planner.room.accepting(members[0])
         keys = {pod_key(pod) for pod in members}
         while True:

@@ -52,9 +52,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance im
     utilization,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import (
+    constraints_of,
     in_scope,
     live_pods,
     owner_groups,
+    room_spread,
     selection,
     spread,
 )
@@ -105,6 +107,8 @@ class Planner:
         # Pod key -> why it may not be evicted (None: it may), judged once a strategy wants to move it.
         self._unmovable = {}
         self._siblings = None
+        self._groups = None
+        self._constraints = None
         # The nodes the compaction strategy empties.
         self.emptied = []
 
@@ -204,10 +208,22 @@ class Planner:
         """The keys of the pods of ``pod``'s owner (just its own for a bare pod)."""
         if self._siblings is None:
             self._siblings = {}
-            for members in owner_groups(self.pods, self.replica_set_owners).values():
+            for members in self.owner_groups().values():
                 keys = frozenset(pod_key(member) for member in members)
                 self._siblings.update(dict.fromkeys(keys, keys))
         return self._siblings.get(pod_key(pod), (pod_key(pod),))
+
+    def owner_groups(self):
+        """owner_groups of the selected pods, worked out once (a move changes no pod's owner)."""
+        if self._groups is None:
+            self._groups = owner_groups(self.pods, self.replica_set_owners)
+        return self._groups
+
+    def constraints(self):
+        """constraints_of the selected pods, worked out once."""
+        if self._constraints is None:
+            self._constraints = constraints_of(self.pods)
+        return self._constraints
 
     def why_not_move(self, pod, target):
         """None when ``pod``, taken off its node, may go to node ``target``; otherwise why not."""
@@ -251,6 +267,8 @@ def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, cla
     """
     scope, left_out = in_scope(nodes)
     planner = Planner(scope, pods, replica_set_owners, settings, selected, claim_zones)
+    # Until the first move, the planner's Room is the one spread() would build for the spread before.
+    before = room_spread(planner.room, scope, planner.owner_groups(), planner.constraints())
     moves, stuck = planner.plan()
     destinations = {move["pod"]: move["to"] for move in moves}
     after = [moved_to(pod, destinations[pod_key(pod)]) if pod_key(pod) in destinations else pod for pod in pods]
@@ -259,7 +277,7 @@ def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, cla
         "stuck": stuck,
         "left_out": left_out,
         "nodes": [node["metadata"]["name"] for node in scope],
-        "before": spread(scope, pods, replica_set_owners, settings.options, selected),
+        "before": before,
         "predicted": spread(scope, after, replica_set_owners, settings.options, selected),
     }
     chosen = [moved_to(pod, destinations[pod_key(pod)]) if pod_key(pod) in destinations else pod

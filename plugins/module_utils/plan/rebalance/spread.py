@@ -10,8 +10,6 @@ measured skew, so the three can be compared.
 
 from __future__ import annotations
 
-import json
-
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     is_cordoned,
     is_ready,
@@ -27,7 +25,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, namespace_filter
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, hard_spread_constraints
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
+    Room,
+    canonical_json,
+    hard_spread_constraints,
+)
 
 
 def in_scope(nodes):
@@ -50,6 +52,13 @@ def live_pods(pods, node_names):
 
 def skew(counts):
     return max(counts.values()) - min(counts.values()) if counts else 0
+
+
+def held_skew(held, feasible):
+    """skew() of ``held`` (node -> pods, where there are some) and a 0 on every other node of ``feasible``,
+    without going through the nodes that hold none."""
+    lowest = 0 if any(name not in held for name in feasible) else min(held.values(), default=0)
+    return max(held.values(), default=0) - lowest
 
 
 def owner_groups(pods, replica_set_owners):
@@ -79,43 +88,59 @@ def spread(nodes, pods, replica_set_owners, options=FilterOptions(), selected=No
     accept; its zone skew is the same per zone. Owners and constraints are
     those of the selected pods (see ``selection``).
     """
-    names = {node_name(node) for node in nodes}
-    everything = live_pods(pods, names)
+    everything = live_pods(pods, {node_name(node) for node in nodes})
     pods = selection(everything, options, selected)
-    room = Room(nodes, everything)
+    return room_spread(Room(nodes, everything), nodes, owner_groups(pods, replica_set_owners), constraints_of(pods))
+
+
+def room_spread(room, nodes, groups, constraints):
+    """spread() over ``nodes`` as ``room`` (a Room of those nodes and the live pods on them) holds them, of
+    the selected pods' ``groups`` (owner_groups) and ``constraints`` (constraints_of)."""
     zones = {node_name(node): zone_of(node) for node in nodes}
-    # Owners whose pods accept the same nodes start from the same zones, in the same order.
-    zone_orders = {}
-    owners = {}
-    for key, members in sorted(owner_groups(pods, replica_set_owners).items()):
-        feasible = room.accepting(members[0])
-        per_node = dict.fromkeys(feasible, 0)
-        for pod in members:
-            per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
-        order = tuple(feasible)
-        if order not in zone_orders:
-            zone_orders[order] = tuple(dict.fromkeys(zones[name] for name in order if zones.get(name)))
-        per_zone = dict.fromkeys(zone_orders[order], 0)
-        for pod in members:
-            zone = zones.get(pod["spec"]["nodeName"])
-            if zone:
-                per_zone[zone] = per_zone.get(zone, 0) + 1
-        owners[key] = {"pods": len(members), "nodes": per_node, "skew": skew(per_node),
-                       "zones": per_zone, "zone_skew": skew(per_zone)}
-    constraints = []
-    for constraint_key, (pod, constraint) in sorted(constraints_of(pods).items()):
+    owners = owner_spread(room, zones, groups)
+    per_constraint = []
+    for constraint_key, (pod, constraint) in sorted(constraints.items()):
         counts = room.domain_counts(pod, constraint)
-        constraints.append({"constraint": constraint_key, "max_skew": constraint.get("maxSkew", 1),
-                            "domains": counts, "skew": skew(counts)})
-    utilization = {name: round(room_utilization(room, name), 1) for name in sorted(names)}
+        per_constraint.append({"constraint": constraint_key, "max_skew": constraint.get("maxSkew", 1),
+                               "domains": counts, "skew": skew(counts)})
+    utilization = {name: round(room_utilization(room, name), 1) for name in sorted(zones)}
     return {
         "owners": owners,
         "max_skew": max([entry["skew"] for entry in owners.values()] or [0]),
         "max_zone_skew": max([entry["zone_skew"] for entry in owners.values()] or [0]),
-        "constraints": constraints,
+        "constraints": per_constraint,
         "utilization": utilization,
         "utilization_spread": round(max(utilization.values()) - min(utilization.values()), 1) if utilization else 0,
     }
+
+
+def owner_spread(room, zones, groups):
+    """Owner key -> its pods per node and per zone and their skews, for owner_groups ``groups``; ``zones`` is
+    node name -> zone of the nodes in scope."""
+    # Owners whose pods accept the same nodes (the same mapping from room.accepting) share what follows
+    # from those nodes alone: a count of 0 on each, and their zones in order. By id, with the mapping held
+    # so that its id is not reused.
+    by_feasible = {}
+    owners = {}
+    for key, members in sorted(groups.items()):
+        feasible = room.accepting(members[0])
+        if id(feasible) not in by_feasible:
+            by_feasible[id(feasible)] = (feasible, dict.fromkeys(feasible, 0),
+                                         tuple(dict.fromkeys(zones[name] for name in feasible if zones.get(name))))
+        _feasible, none_per_node, zone_order = by_feasible[id(feasible)]
+        held = {}
+        for pod in members:
+            held[pod["spec"]["nodeName"]] = held.get(pod["spec"]["nodeName"], 0) + 1
+        per_node = none_per_node.copy()
+        per_node.update(held)
+        per_zone = dict.fromkeys(zone_order, 0)
+        for pod in members:
+            zone = zones.get(pod["spec"]["nodeName"])
+            if zone:
+                per_zone[zone] = per_zone.get(zone, 0) + 1
+        owners[key] = {"pods": len(members), "nodes": per_node, "skew": held_skew(held, feasible),
+                       "zones": per_zone, "zone_skew": skew(per_zone)}
+    return owners
 
 
 def constraints_of(pods):
@@ -125,7 +150,7 @@ def constraints_of(pods):
     for pod in pods:
         for constraint in hard_spread_constraints(pod):
             key = "%s %s %s maxSkew=%s" % (pod["metadata"]["namespace"], constraint.get("topologyKey"),
-                                           json.dumps(constraint.get("labelSelector") or {}, sort_keys=True),
+                                           canonical_json(constraint.get("labelSelector") or {}),
                                            constraint.get("maxSkew", 1))
             found.setdefault(key, (pod, constraint))
     return found

@@ -9,13 +9,13 @@ from __future__ import annotations
 import heapq
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import constraints_of, skew
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.spread import skew
 
 
 def balance(planner):
     """Move pods that break their own DoNotSchedule topology spread constraints from the most to the least
     populated domains."""
-    for key, (sample, constraint) in sorted(constraints_of(planner.pods).items()):
+    for key, (sample, constraint) in sorted(planner.constraints().items()):
         max_skew = constraint.get("maxSkew", 1)
         topology_key = constraint.get("topologyKey")
         namespace = sample["metadata"]["namespace"]
