@@ -128,6 +128,7 @@ bench-smoke: venv cluster-bin collection
 bench: venv cluster-bin collection
 	$(BIN)/python tests/bench/planner_scale.py --json $(CACHE)/bench-planner-scale.json
 	$(BIN)/python tests/bench/drain_side_by_side.py --json $(CACHE)/bench-drain-side-by-side.json
+	$(BIN)/python tests/bench/drain_side_by_side.py --scenario one-node --json $(CACHE)/bench-drain-one-node.json
 	$(BIN)/python tests/bench/rotation_vs_manual.py --json $(CACHE)/bench-rotation-vs-manual.json
 	$(BIN)/python tests/bench/module_costs.py
 	$(BIN)/python tests/bench/rebalance_vs_descheduler.py

@@ -1,13 +1,20 @@
 """Benchmark: draining 10% of the nodes with kubeops.rotation and with the tools it replaces, side by side.
 
 Each run of a tool gets a fresh scenario on the local control plane, in a
-namespace and on kwok nodes of its own (named after the trial and the tool):
---nodes nodes (20) hold three Deployments of 2 pods per node each, spread
-over the nodes (a ScheduleAnyway hostname spread), each under a PDB (web
-maxUnavailable 1, api minAvailable replicas - 1, worker maxUnavailable 2;
-worker's pods have an emptyDir), and a DaemonSet; then as many spare empty
-nodes as will be drained join, to receive the pods. The first 10% of the
-nodes (2 of 20) are drained by one tool:
+namespace and on kwok nodes of its own (named after the trial and the tool).
+Two scenarios (--scenario):
+
+  ten-percent   --nodes nodes (20) hold three Deployments of 2 pods per node each, spread over the
+                nodes (a ScheduleAnyway hostname spread), each under a PDB (web maxUnavailable 1, api
+                minAvailable replicas - 1, worker maxUnavailable 2; worker's pods have an emptyDir), and
+                a DaemonSet; the first 10% of the nodes (2 of 20) are drained
+  one-node      one node full of PDB-paced pods: 24 pods, 8 of them (paced) under a PDB of
+                maxUnavailable 1, the other 16 (free) under none, and a DaemonSet; that node is drained.
+                Pods are Ready 2 s after binding (the local control plane's kwok stage), so the PDB
+                lets the 8 go one every 2 s or so: the time a drain cannot beat
+
+Then as many spare empty nodes as will be drained join, to receive the pods,
+and one tool drains:
 
   kubeops.rotation.drain_node   the collection's playbook, all the nodes in one run
                                 (drain_node_delete_emptydir_data: true; its other defaults)
@@ -79,6 +86,7 @@ from side_by_side import (KUBECTL_AGENT, OURS_AGENT, PYTHON_AGENT, DeletionWatch
 CACHE = os.path.join(REPO, ".cache")
 RESULTS = os.path.join(CACHE, "bench-drain-side-by-side.json")
 QUICK_RESULTS = os.path.join(CACHE, "bench-drain-side-by-side-quick.json")
+ONE_NODE_RESULTS = os.path.join(CACHE, "bench-drain-one-node.json")
 LOGS = os.path.join(CACHE, "bench-drain-side-by-side-logs")
 # kubernetes.core as the ansible package ships it, in a venv of its own so that nothing of ours is on its path.
 FULL_ANSIBLE_VENV = os.path.join(CACHE, "venv-ansible-full")
@@ -88,6 +96,9 @@ BENCH_LABEL = "kubeops.io/bench"
 SPARE_TAINT = {"key": "kubeops.io/bench-spare", "value": "true", "effect": "NoSchedule"}
 DAEMON = "agent"
 TIMEOUT = 300
+# The one-node scenario: a node of 24 pods, 8 of them paced by a PDB of maxUnavailable 1.
+PACED_PODS = 8
+FREE_PODS = 16
 SETTLE_TIMEOUT = 180
 
 OURS = "kubeops.rotation.drain_node"
@@ -103,12 +114,20 @@ class ToolUnavailable(Exception):
     """A contender that cannot run here; the message says why."""
 
 
-def workloads(replicas):
-    """Each Deployment: its PDB's spec, the fewest Ready pods that PDB allows, and its volumes."""
+def workloads(scenario, replicas):
+    """Each Deployment: its replicas, its PDB's spec (None: no PDB), the fewest Ready pods that PDB allows, and
+    its volumes."""
+    if scenario == "one-node":
+        return {
+            "paced": {"replicas": PACED_PODS, "pdb": {"max_unavailable": 1}, "min_ready": PACED_PODS - 1,
+                      "volumes": None},
+            "free": {"replicas": FREE_PODS, "pdb": None, "min_ready": 0, "volumes": None},
+        }
     return {
-        "web": {"pdb": {"max_unavailable": 1}, "min_ready": replicas - 1, "volumes": None},
-        "api": {"pdb": {"min_available": replicas - 1}, "min_ready": replicas - 1, "volumes": None},
-        "worker": {"pdb": {"max_unavailable": 2}, "min_ready": replicas - 2,
+        "web": {"replicas": replicas, "pdb": {"max_unavailable": 1}, "min_ready": replicas - 1, "volumes": None},
+        "api": {"replicas": replicas, "pdb": {"min_available": replicas - 1}, "min_ready": replicas - 1,
+                "volumes": None},
+        "worker": {"replicas": replicas, "pdb": {"max_unavailable": 2}, "min_ready": replicas - 2,
                    "volumes": [{"name": "scratch", "emptyDir": {}}]},
     }
 
@@ -126,13 +145,12 @@ def spread_deployment(app, replicas, node_selector, volumes):
 class Scenario:
     """One run's namespace and nodes: ``nodes`` with pods, the first ``drain`` of them to drain, and spares."""
 
-    def __init__(self, scenario_id, nodes, drain, spares, pods_per_node):
+    def __init__(self, scenario_id, args):
         self.id = scenario_id
-        self.nodes = ["%s-n%02d" % (scenario_id, index) for index in range(nodes)]
-        self.drained = self.nodes[:drain]
-        self.spares = ["%s-spare%d" % (scenario_id, index) for index in range(spares)]
-        self.replicas = pods_per_node * nodes
-        self.apps = workloads(self.replicas)
+        self.nodes = ["%s-n%02d" % (scenario_id, index) for index in range(args.nodes)]
+        self.drained = self.nodes[:args.drain]
+        self.spares = ["%s-spare%d" % (scenario_id, index) for index in range(args.spares)]
+        self.apps = workloads(args.scenario, args.pods_per_node * args.nodes)
 
     @property
     def all_nodes(self):
@@ -155,8 +173,9 @@ class Bench(ClusterBench):
                   "the nodes of %s to take pods" % namespace)
         for app, spec in scenario.apps.items():
             self.apps.create_namespaced_deployment(namespace, spread_deployment(
-                app, scenario.replicas, pinned, spec["volumes"]))
-            self.policy.create_namespaced_pod_disruption_budget(namespace, pdb(app, {"app": app}, **spec["pdb"]))
+                app, spec["replicas"], pinned, spec["volumes"]))
+            if spec["pdb"]:
+                self.policy.create_namespaced_pod_disruption_budget(namespace, pdb(app, {"app": app}, **spec["pdb"]))
         agent = daemon_set(DAEMON, pinned)
         agent["spec"]["template"]["spec"]["tolerations"] = [{"key": SPARE_TAINT["key"], "operator": "Exists"}]
         self.apps.create_namespaced_daemon_set(namespace, agent)
@@ -183,7 +202,7 @@ class Bench(ClusterBench):
         if any(pod.metadata.deletion_timestamp or pod.status.phase != "Running" for pod in pods):
             return False
         ready = collections.Counter(pod.metadata.labels["app"] for pod in pods if is_ready(pod))
-        return (all(ready[app] == scenario.replicas for app in scenario.apps)
+        return (all(ready[app] == spec["replicas"] for app, spec in scenario.apps.items())
                 and ready[DAEMON] == len(scenario.all_nodes))
 
     def to_move(self, scenario):
@@ -327,7 +346,7 @@ def versions(tools):
 
 
 def run_once(bench, tool, trial, args):
-    scenario = Scenario("t%d-%s" % (trial, TOOL_IDS[tool]), args.nodes, args.drain, args.spares, args.pods_per_node)
+    scenario = Scenario("t%d-%s" % (trial, TOOL_IDS[tool]), args)
     bench.build(scenario)
     to_move = {pod.metadata.uid for pod in bench.to_move(scenario)}
     log_path = os.path.join(LOGS, scenario.id + ".log")
@@ -418,7 +437,10 @@ def print_table(summaries):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, help="nodes holding pods (default 20, --quick 10); 10%% are drained")
+    parser.add_argument("--scenario", choices=("ten-percent", "one-node"), default="ten-percent",
+                        help="what is drained (see above; default ten-percent)")
+    parser.add_argument("--nodes", type=int, help="ten-percent: nodes holding pods (default 20, --quick 10); 10%% "
+                        "are drained")
     parser.add_argument("--trials", type=int, help="runs per tool (default 3, --quick 1)")
     parser.add_argument("--tools", nargs="+", choices=list(TOOLS),
                         help="the contenders (default all; --quick: all but k8s-drain)")
@@ -435,11 +457,15 @@ def parse_args(argv=None):
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    if args.nodes < 10:
+    if args.scenario == "one-node":
+        args.nodes, args.pods_per_node = 1, 1
+        if args.json == RESULTS:
+            args.json = ONE_NODE_RESULTS
+    elif args.nodes < 10:
         parser.error("--nodes must be 10 or more, so that 10%% is at least one node")
     if args.trials < 1 or args.pods_per_node < 1 or args.idle < 0:
         parser.error("--trials and --pods-per-node must be 1 or more, --idle 0 or more")
-    args.drain = args.nodes // 10
+    args.drain = max(1, args.nodes // 10)
     args.spares = args.drain
     args.tools = [TOOLS[tool_id] for tool_id in TOOLS if tool_id in args.tools]
     return args
@@ -473,15 +499,21 @@ def main(argv=None):
     finally:
         local_cluster.down(cluster_dir)
     summaries = summarize(runs)
-    print("\n%d nodes with pods (3 Deployments x %d pods per node under PDBs, a DaemonSet), %d drained, "
-          "%d spare; medians of %d trial(s); ratio: wall time to ours; violations: all trials" % (
-              args.nodes, args.pods_per_node, args.drain, args.spares, args.trials))
+    if args.scenario == "one-node":
+        shape = "1 node of %d pods (%d paced by a PDB of maxUnavailable 1, %d free, a DaemonSet), drained" % (
+            PACED_PODS + FREE_PODS, PACED_PODS, FREE_PODS)
+    else:
+        shape = "%d nodes with pods (3 Deployments x %d pods per node under PDBs, a DaemonSet), %d drained" % (
+            args.nodes, args.pods_per_node, args.drain)
+    print("\n%s, %d spare; medians of %d trial(s); ratio: wall time to ours; violations: all trials" % (
+        shape, args.spares, args.trials))
     print_table(summaries)
     found = versions(args.tools)
     with open(args.json, "w") as handle:
-        json.dump({"nodes": args.nodes, "drained": args.drain, "spares": args.spares, "trials": args.trials,
+        json.dump({"scenario": args.scenario, "nodes": args.nodes, "drained": args.drain, "spares": args.spares,
+                   "trials": args.trials,
                    "pods_per_node": args.pods_per_node, "idle_seconds": args.idle, "quick": args.quick,
-                   "workloads": workloads(args.nodes * args.pods_per_node),
+                   "workloads": workloads(args.scenario, args.nodes * args.pods_per_node),
                    "k8s_drain_play": k8s_drain_play("<kubeconfig>"),
                    "versions": found, "skipped": skipped, "summaries": summaries, "runs": runs,
                    "seconds": round(time.monotonic() - started, 1)}, handle, indent=2)

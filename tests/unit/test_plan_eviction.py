@@ -20,6 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction imp
     after_lost_answer,
     backoff,
     budget_spent,
+    choose,
     explain_blocked,
     finished,
     hold_what_pdbs_refuse,
@@ -30,6 +31,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction imp
     release_allowed,
     removed,
     room_in_flight,
+    set_aside_past_budget,
     summarize_entries,
     timeout_message,
     to_evict,
@@ -98,6 +100,44 @@ def test_the_eviction_budget_and_the_owner_limit():
     assert owner_wait("25%", web, 8, 7) == ""
     assert owner_wait("25%", web, 8, 6) == "waiting: Deployment/web has 2 of 8 replicas unavailable (max 2)"
     assert owner_wait("1", web, 1, 1) == ""
+
+
+def names(states):
+    return [s.pod["metadata"]["name"] for s in states]
+
+
+def test_a_pass_chooses_every_due_pod_at_once_counting_the_chosen_against_the_limits_in_flight():
+    queue = queued(*[pod("a%d" % i, node_name="n1") for i in range(3)], pod("b0", node_name="n2"),
+                   pod("c0", node_name="n3", namespace="other"))
+    queue[1].next_try = NOW + 1
+    assert names(choose(queue, [], NOW, Limits(), 0, NO_PDBS)) == ["a0", "a2", "b0", "c0"]
+    assert names(choose(queue, [], NOW, Limits(max_per_node=1), 0, NO_PDBS)) == ["a0", "b0", "c0"]
+    assert names(choose(queue, [], NOW, Limits(max_per_namespace=2), 0, NO_PDBS)) == ["a0", "a2", "c0"]
+    flying = queued(pod("f", node_name="n9"))
+    assert names(choose(queue, flying, NOW, Limits(max_in_flight=3), 0, NO_PDBS)) == ["a0", "a2"]
+    assert names(choose(queue, [], NOW, Limits(max_evictions=5), 3, NO_PDBS)) == ["a0", "a2"]
+    assert len(queue) == 5, "choosing takes no pod off the queue"
+
+
+def test_a_pass_chooses_no_more_of_an_owner_than_its_unavailable_limit_allows():
+    web, api = Workload("Deployment", "ns", "web"), Workload("Deployment", "ns", "api")
+    queue = queued(pod("w0"), pod("w1"), pod("w2"), pod("a0", app="api"), pod("w3"))
+    replicas = {"web": (web, 8, 7), "api": (api, 4, 4)}
+    chosen = choose(queue, [], NOW, Limits(max_unavailable_per_owner="25%"), 0,
+                    lambda state: replicas[state.pod["metadata"]["labels"]["app"]])
+    assert names(chosen) == ["w0", "a0"], "web has 1 of 8 unavailable already, 2 allowed"
+    assert queue[1].detail == "waiting: Deployment/web has 2 of 8 replicas unavailable (max 2)"
+    assert names(choose(queue, [], NOW, Limits(), 0, lambda state: 1 / 0)) == names(queue), "read only when limited"
+
+
+def test_past_max_evictions_the_queue_is_left_pending():
+    queue = queued(pod("a"), pod("b"))
+    set_aside_past_budget(queue, Limits(max_evictions=3), 2)
+    assert len(queue) == 2
+    states = list(queue)
+    set_aside_past_budget(queue, Limits(max_evictions=3), 3)
+    assert queue == [] and {s.outcome for s in states} == {Outcome.PENDING}
+    assert states[0].detail == "max_evictions reached; rerun to continue"
 
 
 def test_before_the_first_pass_the_pods_a_pdb_refuses_wait_on_its_watch_and_the_allowed_go():

@@ -49,6 +49,8 @@ MAX_RETRY_DELAY = 5.0
 RETRY_BUDGET_SECONDS = 45.0
 # Before the API server has answered once (a wrong host, or a task started during an outage), less.
 FIRST_CONTACT_BUDGET_SECONDS = 15.0
+# Requests the collection sends at once at most: evictions (engine.eviction), node patches, rollouts.
+CONNECTIONS = 16
 
 
 def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent=True,
@@ -235,6 +237,8 @@ def build_configuration(params):
     # urllib3 repeats a request on its own (three times by default), out of sight: RetryingApiClient decides
     # what may be sent again (retry_delay) and counts it, so urllib3 repeats nothing.
     configuration.retries = 0
+    # Enough kept connections for the requests sent at once (evictions, node patches), whatever the CPU count.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTIONS)
     kubeconfig_refresh = configuration.refresh_api_key_hook
     if kubeconfig_refresh:
         # The kubeconfig loader's token refresh, run before every request,

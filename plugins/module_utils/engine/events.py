@@ -7,11 +7,15 @@
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.events import create_event
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import MANAGER
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
+
+# Threads sending Events beside the eviction loop.
+EVENT_SENDERS = 2
 
 
 class EvictionHooks:
@@ -33,13 +37,18 @@ class EvictionHooks:
     def run_finished(self, nodes, removed):
         """The run ended without timing out, having removed ``removed`` pods."""
 
+    def run_ended(self):
+        """The run is over, however it ended: what the hook still does is finished before the run returns."""
+
 
 class EventRecorder(EvictionHooks):
-    """Records an Event for each eviction and for the start and end of a drain of nodes."""
+    """Records an Event for each eviction and for the start and end of a drain of nodes. The POSTs leave the
+    eviction loop: each Event is written as it happens, sent by a few worker threads, all sent at the run's end."""
 
     def __init__(self, client, reason=""):
         self.client = client
         self.suffix = ": %s" % reason if reason else ""
+        self.senders = None
 
     def run_started(self, nodes, pending):
         for node in nodes if pending else ():
@@ -77,7 +86,17 @@ class EventRecorder(EvictionHooks):
             "source": {"component": MANAGER}, "reportingComponent": MANAGER,
             "reportingInstance": socket.gethostname(), "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
+        if self.senders is None:
+            self.senders = ThreadPoolExecutor(max_workers=EVENT_SENDERS)
+        self.senders.submit(self._send, namespace, body)
+
+    def _send(self, namespace, body):
         try:
             create_event(self.client, namespace, body)
         except (ApiException, ConnectionFailed):  # an event is a courtesy: lacking RBAC for events, or its
             pass  # answer lost on the way back, must not stop a drain
+
+    def run_ended(self):
+        if self.senders is not None:
+            self.senders.shutdown(wait=True)
+            self.senders = None

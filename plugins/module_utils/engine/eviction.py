@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import (
     ApiException,
@@ -36,19 +37,21 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction imp
     Outcome,
     after_error,
     after_lost_answer,
-    budget_spent,
+    choose,
     explain_blocked,
     finished,
     hold,
     hold_what_pdbs_refuse,
     initial_states,
     next_pass_in,
-    owner_wait,
     progress_line,
     removed,
-    room_in_flight,
+    set_aside_past_budget,
     to_evict,
 )
+
+# Evictions asked at once (each pod a PDB limits is one it allows now); within the client's connection pool.
+EVICTIONS_AT_ONCE = 8
 
 
 class EvictionRun:
@@ -70,6 +73,12 @@ class EvictionRun:
         self.elapsed = 0.0
 
     def run(self, plans, nodes=()):
+        try:
+            return self._run(plans, nodes)
+        finally:
+            self._tell("run_ended")
+
+    def _run(self, plans, nodes):
         started = self.clock()
         deadline = started + self.settings.timeout
         states, queue, in_flight = initial_states(plans, self.settings.wait)
@@ -107,60 +116,70 @@ class EvictionRun:
         return states
 
     def _pass(self, queue, in_flight, now):
-        """Ask for each queued pod that is due and has room; the replica counts are read once in a pass."""
+        """Ask at once for the queued pods that are due and have room (plan.eviction.choose), then take the answers
+        in this thread as they come; the replica counts are read once in a pass."""
         self.owners.new_pass()
-        for state in list(queue):
-            if budget_spent(self.settings.limits, self.evictions):
-                state.outcome, state.detail = Outcome.PENDING, "max_evictions reached; rerun to continue"
-                queue.remove(state)
-                continue
-            if state.next_try > now or not self._has_room(state, in_flight):
-                continue
-            if self._remove(state) is not Attempt.RETRY:
+        limits = self.settings.limits
+        set_aside_past_budget(queue, limits, self.evictions)
+        chosen = choose(queue, list(in_flight.values()), now, limits, self.evictions, self._owner)
+        for state, answer in self._ask(chosen):
+            if self._answered(state, *answer) is not Attempt.RETRY:
                 queue.remove(state)
             if state.outcome is Outcome.IN_FLIGHT:
                 in_flight[state.uid] = state
+        set_aside_past_budget(queue, limits, self.evictions)
 
-    def _has_room(self, state, in_flight):
-        limits = self.settings.limits
-        if not room_in_flight(state, list(in_flight.values()), limits):
-            return False
-        workload = self.owners.workload_of(state.pod) \
-            if limits.max_unavailable_per_owner is not None and state.evicting else None
-        if workload is None:
-            return True
-        why = owner_wait(limits.max_unavailable_per_owner, workload, *self.owners.replicas(workload))
-        if why:
-            state.detail = why
-        return not why
+    def _owner(self, state):
+        workload = self.owners.workload_of(state.pod)
+        return None if workload is None else (workload, *self.owners.replicas(workload))
 
-    def _remove(self, state):
-        """Evict (or delete) one pod; what became of it (plan.eviction.Attempt)."""
+    def _ask(self, chosen):
+        """(state, answer of _request) of each chosen pod, EVICTIONS_AT_ONCE requests at a time, as they come."""
+        if len(chosen) < 2:
+            for state in chosen:
+                yield state, self._request(state)
+            return
+        with ThreadPoolExecutor(max_workers=min(EVICTIONS_AT_ONCE, len(chosen))) as pool:
+            asked = {pool.submit(self._request, state): state for state in chosen}
+            for done in as_completed(asked):
+                yield asked[done], done.result()
+
+    def _request(self, state):
+        """Evict (or delete) one pod, in a worker thread: (whether it had been removed already, the API error or
+        lost answer, or None). A pod whose last answer was lost is read first, so that it is not evicted twice."""
+        if state.uncertain and is_removed(self.client, state.pod):
+            return True, None
         options = {"preconditions": {"uid": state.uid}}
         if self.settings.grace_period is not None:
             options["gracePeriodSeconds"] = self.settings.grace_period
-        deleting = not state.evicting or self.settings.disable_eviction
-        if state.uncertain and is_removed(self.client, state.pod):
-            return self._removed(state, deleting)
-        state.attempts += 1
         try:
-            (delete_pod if deleting else evict_pod)(self.client, state.pod, options)
-        except ConnectionFailed as exc:
-            return after_lost_answer(state, str(exc), self.clock(), self.rng)
-        except ApiException as exc:
-            attempt, held = after_error(state, exc.status, api_message(exc), exc.status == 429 and is_pdb_refusal(exc),
-                                        self.clock(), self.rng, lambda namespace: pdbs_in(self.client, namespace))
-            if held and hold(state, held):
-                self._tell("pod_held", state)
-            return attempt
-        return self._removed(state, deleting)
+            (delete_pod if self._deleting(state) else evict_pod)(self.client, state.pod, options)
+        except (ApiException, ConnectionFailed) as exc:
+            return False, exc
+        return False, None
+
+    def _deleting(self, state):
+        return not state.evicting or self.settings.disable_eviction
+
+    def _answered(self, state, already_removed, error):
+        """What the request made of the pod (plan.eviction.Attempt)."""
+        if not already_removed:
+            state.attempts += 1
+        if error is None:
+            return self._removed(state, self._deleting(state))
+        if isinstance(error, ConnectionFailed):
+            return after_lost_answer(state, str(error), self.clock(), self.rng)
+        attempt, held = after_error(state, error.status, api_message(error),
+                                    error.status == 429 and is_pdb_refusal(error), self.clock(), self.rng,
+                                    lambda namespace: pdbs_in(self.client, namespace))
+        if held and hold(state, held):
+            self._tell("pod_held", state)
+        return attempt
 
     def _removed(self, state, deleting):
         """Count the eviction (or deletion) the API server accepted and tell the hooks."""
         removed(state, deleting, self.settings.wait)
         self.evictions += 1
-        if self.settings.limits.max_unavailable_per_owner is not None:
-            self.owners.evicted(state.pod)
         self._tell("pod_started", state)
         return Attempt.DONE
 

@@ -182,7 +182,3 @@ class Owners:
 
     def new_pass(self):
         self.this_pass = {}
-
-    def evicted(self, pod):
-        """A pod of the workload was evicted: its replicas are read again."""
-        self.this_pass.pop(self.workload_of(pod), None)

@@ -163,6 +163,40 @@ def room_in_flight(state, flying, limits):
         s.namespace == state.namespace for s in flying) < limits.max_per_namespace
 
 
+def set_aside_past_budget(queue, limits, evictions):
+    """Once max_evictions pods were removed, the queued ones are left pending (out of the queue)."""
+    if budget_spent(limits, evictions):
+        for state in queue:
+            state.outcome, state.detail = Outcome.PENDING, "max_evictions reached; rerun to continue"
+        queue.clear()
+
+
+def choose(queue, flying, now, limits, evictions, owner_of):
+    """The queued pods to ask for at once in this pass: those due whose limits leave room, each counted
+    against the limits of those after it as if in flight already, and as an unavailable replica of its owner.
+    Each pod a PDB limits was allowed by it (the pre-pass or its watch), so none of them races another for a
+    disruption. ``owner_of(state)`` is (workload, desired, Ready) of the workload whose replicas
+    max_unavailable_per_owner counts, read once a pass, or None."""
+    chosen = []
+    unavailable = {}
+    for state in queue:
+        if budget_spent(limits, evictions + len(chosen)):
+            break
+        if state.next_try > now or not room_in_flight(state, flying + chosen, limits):
+            continue
+        owner = owner_of(state) if limits.max_unavailable_per_owner is not None and state.evicting else None
+        if owner is not None:
+            workload, desired, ready = owner
+            why = owner_wait(limits.max_unavailable_per_owner, workload, desired,
+                             ready - unavailable.get(workload, 0))
+            if why:
+                state.detail = why
+                continue
+            unavailable[workload] = unavailable.get(workload, 0) + 1
+        chosen.append(state)
+    return chosen
+
+
 def owner_wait(limit, workload, desired, ready):
     """Why a pod of ``workload`` waits under max_unavailable_per_owner ``limit``, or "" when it may go."""
     allowed = unavailable_limit(limit, desired)
