@@ -238,7 +238,7 @@ def build_configuration(params):
     # what may be sent again (retry_delay) and counts it, so urllib3 repeats nothing.
     configuration.retries = 0
     # Enough kept connections for the requests sent at once (evictions, node patches), whatever the CPU count.
-    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTIONS)
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, CONNECTIONS)
     kubeconfig_refresh = configuration.refresh_api_key_hook
     if kubeconfig_refresh:
         # The kubeconfig loader's token refresh, run before every request,

@@ -48,7 +48,7 @@ class EventRecorder(EvictionHooks):
     def __init__(self, client, reason=""):
         self.client = client
         self.suffix = ": %s" % reason if reason else ""
-        self.senders = None
+        self.senders = ThreadPoolExecutor(max_workers=EVENT_SENDERS)
 
     def run_started(self, nodes, pending):
         for node in nodes if pending else ():
@@ -86,8 +86,6 @@ class EventRecorder(EvictionHooks):
             "source": {"component": MANAGER}, "reportingComponent": MANAGER,
             "reportingInstance": socket.gethostname(), "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
-        if self.senders is None:
-            self.senders = ThreadPoolExecutor(max_workers=EVENT_SENDERS)
         self.senders.submit(self._send, namespace, body)
 
     def _send(self, namespace, body):
@@ -97,6 +95,4 @@ class EventRecorder(EvictionHooks):
             pass  # answer lost on the way back, must not stop a drain
 
     def run_ended(self):
-        if self.senders is not None:
-            self.senders.shutdown(wait=True)
-            self.senders = None
+        self.senders.shutdown(wait=True)

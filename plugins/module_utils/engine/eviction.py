@@ -50,7 +50,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction imp
     to_evict,
 )
 
-# Evictions asked at once (each pod a PDB limits is one it allows now); within the client's connection pool.
+# Evictions asked at once, within the client's connection pool (api.client.CONNECTIONS).
 EVICTIONS_AT_ONCE = 8
 
 
@@ -120,7 +120,6 @@ class EvictionRun:
         in this thread as they come; the replica counts are read once in a pass."""
         self.owners.new_pass()
         limits = self.settings.limits
-        set_aside_past_budget(queue, limits, self.evictions)
         chosen = choose(queue, list(in_flight.values()), now, limits, self.evictions, self._owner)
         for state, answer in self._ask(chosen):
             if self._answered(state, *answer) is not Attempt.RETRY:

@@ -174,9 +174,10 @@ def set_aside_past_budget(queue, limits, evictions):
 def choose(queue, flying, now, limits, evictions, owner_of):
     """The queued pods to ask for at once in this pass: those due whose limits leave room, each counted
     against the limits of those after it as if in flight already, and as an unavailable replica of its owner.
-    Each pod a PDB limits was allowed by it (the pre-pass or its watch), so none of them races another for a
-    disruption. ``owner_of(state)`` is (workload, desired, Ready) of the workload whose replicas
-    max_unavailable_per_owner counts, read once a pass, or None."""
+    The pods their PDBs refused are not due until the PDBs' watch gives each an allowed disruption
+    (hold_what_pdbs_refuse, release_allowed), so the chosen pods do not race for one. ``owner_of(state)`` is
+    (workload, desired, Ready) of the workload whose replicas max_unavailable_per_owner counts, read once a
+    pass, or None."""
     chosen = []
     unavailable = {}
     for state in queue:
