@@ -94,3 +94,19 @@ def test_started_from_a_version_it_lists_nothing_reopens_a_watch_that_ended_and_
     informer = Informer(lists, "list pods", clock=clock).start_from("7", {"a": obj("a", 6)})
     assert informer.wait(lambda objects, change: "a" not in objects, deadline=10.0) is False
     assert lists.calls == 0 and started_from == ["7", "7"]
+
+
+def test_changes_counts_each_list_and_each_event_but_no_bookmark_even_when_the_version_stays(watches):
+    streams, _started_from = watches
+    streams.append(([("ADDED", obj("b", 11)), ("BOOKMARK", {"metadata": {"resourceVersion": "12"}}),
+                     ("MODIFIED", {"metadata": {"uid": "b"}}), ("DELETED", obj("a", 13))], WatchExpired()))
+    lists = Lists(([obj("a", 9)], "10"), ([obj("b", 19)], "20"))
+    informer = Informer(lists, "list pods")
+    seen = []
+
+    def until(_objects, change):
+        seen.append((informer.changes, informer.version))
+        return change == RELISTED
+    assert informer.wait(until, deadline=float("inf"))
+    assert seen == [(1, "10"), (2, "11"), (3, "12"), (4, "13"), (5, "20")]
+    assert informer.start_from("20", informer.objects).changes == 6

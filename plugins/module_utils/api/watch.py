@@ -66,7 +66,9 @@ def list_resource_version(list_method, **kwargs):
 
 class Informer:
     """The objects of one list call, kept current by watching it: listed once, then watched; listed again when
-    the watch's version expired or its stream broke. ``objects`` maps uid to the object (API JSON)."""
+    the watch's version expired or its stream broke. ``objects`` maps uid to the object (API JSON); ``changes`` counts
+    the times they changed, so that what is worked out from them is kept until they change again (``version`` would
+    not do: an event without a resourceVersion leaves it as it was)."""
 
     def __init__(self, client, list_method, clock=None, **kwargs):
         self.client = client
@@ -75,16 +77,19 @@ class Informer:
         self.clock = clock or time.monotonic
         self.objects = None
         self.version = None
+        self.changes = 0
 
     def start_from(self, version, objects=None):
         """Watch from ``version`` without listing first, knowing ``objects`` ({uid: object}) so far."""
         self.version = version
         self.objects = dict(objects or {})
+        self.changes += 1
         return self
 
     def relist(self):
         items, self.version = self.client.list_with_version(self.list_method, **self.kwargs)
         self.objects = {item["metadata"]["uid"]: item for item in items}
+        self.changes += 1
         return self.objects
 
     def wait(self, until, deadline, ended=None):
@@ -116,6 +121,7 @@ class Informer:
                         self.objects.pop(metadata.get("uid"), None)
                     else:
                         self.objects[metadata.get("uid")] = obj
+                    self.changes += 1
                     answer = until(self.objects, (event_type, obj))
                     if answer:
                         return answer

@@ -54,7 +54,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
     pod_key,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import index_label, selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     SURGE,
@@ -147,15 +147,13 @@ class Replacing:
     def budgets(self, namespace, template_labels, mine):
         """The Budgets of the PDBs that select the workload's pods, its own pods (uids ``mine``) left out."""
         if namespace not in self._pdbs:
-            self._pdbs[namespace] = pdbs_in(self.client, namespace)
+            self._pdbs[namespace] = [(pdb, _Selected(self.pods(namespace), (pdb.get("spec") or {}).get("selector")))
+                                     for pdb in pdbs_in(self.client, namespace)]
         budgets = []
-        for pdb in self._pdbs[namespace]:
-            selector = (pdb.get("spec") or {}).get("selector")
-            if not selector_matches(selector, template_labels):
+        for pdb, selected in self._pdbs[namespace]:
+            if not selector_matches(selected.selector, template_labels):
                 continue
-            others = [pod for uid, pod in self.pods(namespace).objects.items() if uid not in mine
-                      and not is_terminal(pod) and not is_terminating(pod)
-                      and selector_matches(selector, (pod["metadata"].get("labels") or {}))]
+            others = [pod for pod in selected() if pod["metadata"]["uid"] not in mine]
             budgets.append(Budget(pdb, len(others), sum(1 for pod in others if is_ready(pod))))
         return budgets
 
@@ -365,19 +363,43 @@ class Surge:
         return progress
 
 
+class _Selected:
+    """The pods of an Informer that a selector selects, those ended or ending left out. Worked out again only once the
+    Informer changed: each test of a wait asks for them several times, and a namespace may hold thousands of pods."""
+
+    def __init__(self, informer, selector):
+        self.informer = informer
+        self.selector = selector
+        self.index = index_label(selector)
+        self.pods = ()
+        self.seen = None
+
+    def __call__(self):
+        if self.seen != self.informer.changes:
+            self.pods = tuple(pod for pod in self.informer.objects.values()
+                              if self.selects(pod["metadata"].get("labels") or {})
+                              and not is_terminal(pod) and not is_terminating(pod))
+            self.seen = self.informer.changes
+        return self.pods
+
+    def selects(self, labels):
+        """One label of the selector looked at first: it turns away at once the many pods of other workloads."""
+        return (self.index is None or labels.get(self.index[0]) == self.index[1]) and \
+            selector_matches(self.selector, labels)
+
+
 class _Pods:
     """One workload's pods as the namespace's Informer sees them."""
 
     def __init__(self, replacing, workload, spec):
         self.replacing = replacing
         self.workload = workload
-        self.selector = spec.get("selector")
         self.template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         self.informer = replacing.pods(workload.namespace)
+        self._mine = _Selected(self.informer, spec.get("selector"))
 
     def mine(self):
-        return [pod for pod in self.informer.objects.values() if not is_terminal(pod) and not is_terminating(pod)
-                and selector_matches(self.selector, pod["metadata"].get("labels") or {})]
+        return self._mine()
 
     def pod(self, key):
         return next((pod for pod in self.mine() if pod_key(pod) == key), None)
