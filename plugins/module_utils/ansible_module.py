@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """What every module does the same way: its AnsibleModule with the shared connection options, its
-client, and the one place where an error becomes ``fail_json``."""
+client, and the one place where an error becomes ``fail_json``; and the same module run in the process of the
+collection's action plugin (run_in_process)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleFallbackNotFound, AnsibleModule, missing_required_lib
+from ansible.module_utils.common.arg_spec import ModuleArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.errors import UnsupportedError
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import KUBERNETES_IMPORT_ERROR, new_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.controller import exit_with_controller
@@ -65,15 +69,83 @@ CONNECTION_REQUIRED_TOGETHER = [["client_cert", "client_key"]]
 CONNECTION_REQUIRED_BY = {"impersonate_groups": "impersonate_user"}
 
 
+class ModuleExit(Exception):
+    """How a module run by run_in_process ends: with the result that AnsibleModule would have printed."""
+
+    def __init__(self, result):
+        super().__init__(result.get("msg", ""))
+        self.result = result
+
+
+class InProcessCall:
+    """The module call that run_in_process makes: the name the task gave the module, its arguments, its modes."""
+
+    def __init__(self, name, args, check_mode, diff):
+        self.name, self.args, self.check_mode, self.diff = name, args, check_mode, diff
+
+
+class ModuleInProcess:
+    """What the collection's modules use of AnsibleModule, for a module run in the action plugin's process: the
+    same validation of the same argument spec (so the same errors), check and diff mode, warnings, and the
+    no_log values kept out of the result; exit_json and fail_json raise ModuleExit instead of printing."""
+
+    def __init__(self, call, argument_spec, **constraints):
+        self.check_mode = call.check_mode
+        self._diff = call.diff
+        self._warnings = []
+        self._no_log_values = set()
+        self.params = dict(call.args)
+        validation = ModuleArgumentSpecValidator(argument_spec, **constraints).validate(self.params)
+        self.params.update(validation.validated_parameters)
+        self._no_log_values.update(validation._no_log_values)
+        if validation.error_messages:
+            message = validation.errors.msg
+            if isinstance(validation.errors[0], UnsupportedError):
+                message = "Unsupported parameters for (%s) module: %s" % (call.name, message)
+            self.fail_json(msg=message)
+
+    def warn(self, warning):
+        self._warnings.append(warning)
+
+    def exit_json(self, **result):
+        raise ModuleExit(self._returned(result))
+
+    def fail_json(self, msg, **result):
+        raise ModuleExit(self._returned(dict(result, failed=True, msg=msg)))
+
+    def _returned(self, result):
+        result.setdefault("invocation", {"module_args": self.params})
+        if self._warnings:
+            result["warnings"] = list(self._warnings)
+        return remove_values(result, self._no_log_values)
+
+
+# The call of the module that run_in_process runs now (this process runs one module at a time).
+_IN_PROCESS_CALLS = []
+
+
+def run_in_process(main, call):
+    """Run a module's ``main`` in this process for ``call`` (an InProcessCall) and return its result."""
+    _IN_PROCESS_CALLS.append(call)
+    try:
+        main()
+    except ModuleExit as ended:
+        return ended.result
+    finally:
+        _IN_PROCESS_CALLS.pop()
+    raise RuntimeError("the module %s returned no result" % call.name)
+
+
 def kubernetes_module(argument_spec, **kwargs):
-    """An AnsibleModule with the shared connection options added; fails at once without the kubernetes library."""
-    module = AnsibleModule(
-        argument_spec=dict(CONNECTION_ARGUMENT_SPEC, **argument_spec),
-        required_together=CONNECTION_REQUIRED_TOGETHER + kwargs.pop("required_together", []),
-        required_by=dict(CONNECTION_REQUIRED_BY, **kwargs.pop("required_by", {})),
-        supports_check_mode=True,
-        **kwargs
-    )
+    """An AnsibleModule (a ModuleInProcess under run_in_process) with the shared connection options added; fails
+    at once without the kubernetes library."""
+    argument_spec = dict(CONNECTION_ARGUMENT_SPEC, **argument_spec)
+    kwargs.update(required_together=CONNECTION_REQUIRED_TOGETHER + kwargs.pop("required_together", []),
+                  required_by=dict(CONNECTION_REQUIRED_BY, **kwargs.pop("required_by", {})))
+    if _IN_PROCESS_CALLS:
+        module = ModuleInProcess(_IN_PROCESS_CALLS[-1], argument_spec, **kwargs)
+    else:
+        module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **kwargs)
     if KUBERNETES_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
     return module

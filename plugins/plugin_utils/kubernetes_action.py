@@ -10,19 +10,33 @@ with two things added on the controller.
 - While the module runs on this machine (a local connection, as the collection's playbooks use), its
   progress line (engine.progress) is shown in the terminal and the AWX job output when it changes, at most
   every few seconds, and again at least every PROGRESS_REPEAT_SECONDS while the wait goes on.
+- When the module would run on this machine with this very Python (localhost's implicit interpreter, or
+  ``ansible_python_interpreter`` naming it), no become, no async, it runs here, in the worker process:
+  ansible-playbook has imported the kubernetes client and the collection once, and its workers share them, where
+  a module of its own would start a Python, unpack itself, compile the collection's code and import the client
+  (0.3 to 1 s a call, more than the work of most calls). Its result is the one the module would return.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import sys
 import tempfile
 import threading
 import time
+import warnings
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    CONNECTION_ARGUMENT_SPEC,
+    KUBERNETES_IMPORT_ERROR,
+    InProcessCall,
+    run_in_process,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.controller import CONTROLLER_PID_ENV
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS_FILE_ENV
 
@@ -56,6 +70,38 @@ def kubernetes_core_defaults(module_defaults, args):
             found.update((name, value) for name, value in ((defaults or {}).get(group) or {}).items()
                          if name in names and names[name] not in given)
     return found
+
+
+def is_this_python(interpreter):
+    """Whether ``interpreter`` is the Python that runs this process: the same file in the same folder (a venv's
+    python and python3 are; its base interpreter, the same file in another folder, is not)."""
+    if not interpreter or not os.path.isabs(interpreter):
+        return False
+    try:
+        return (os.path.dirname(os.path.abspath(interpreter)) == os.path.dirname(os.path.abspath(sys.executable))
+                and os.path.samefile(interpreter, sys.executable))
+    except OSError:
+        return False
+
+
+class EnvironmentSet:
+    """``os.environ`` with ``variables`` set while the block runs, as it was afterwards."""
+
+    def __init__(self, variables):
+        self.variables = {name: str(value) for name, value in variables.items()}
+        self.saved = {}
+
+    def __enter__(self):
+        self.saved = {name: os.environ.get(name) for name in self.variables}
+        os.environ.update(self.variables)
+        return self
+
+    def __exit__(self, *_exc):
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def elapsed_text(seconds):
@@ -130,15 +176,40 @@ class KubernetesAction(ActionBase):
                                                              wrap_async=wrap_async))
         else:
             host = (task_vars or {}).get("inventory_hostname", "")
-            environment = self._task.environment
             with ProgressShown("%s | %s" % (host, self._task.get_name())) as progress:
                 # ansible-playbook (this worker's parent): the module exits when it is killed (engine.controller)
-                self._task.environment = list(environment or []) + [{PROGRESS_FILE_ENV: progress.path,
-                                                                     CONTROLLER_PID_ENV: str(os.getppid())}]
-                try:
-                    result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars))
-                finally:
-                    self._task.environment = environment
+                added = {PROGRESS_FILE_ENV: progress.path, CONTROLLER_PID_ENV: str(os.getppid())}
+                if self._runs_here(task_vars or {}):
+                    result = merge_hash(result, self._run_here(module_args, added))
+                else:
+                    result = merge_hash(result, self._execute_module_with(module_args, task_vars, added))
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
+
+    def _runs_here(self, task_vars):
+        """Whether the module would run with this process's Python, as this user: see the module docstring."""
+        if KUBERNETES_IMPORT_ERROR or self._play_context.become:
+            return False
+        return is_this_python(self._templar.template(task_vars.get("ansible_python_interpreter")))
+
+    def _execute_module_with(self, module_args, task_vars, variables):
+        """The module run as ansible.builtin's normal action runs it, with ``variables`` added to its environment."""
+        environment = self._task.environment
+        self._task.environment = list(environment or []) + [variables]
+        try:
+            return self._execute_module(module_args=module_args, task_vars=task_vars)
+        finally:
+            self._task.environment = environment
+
+    def _run_here(self, module_args, variables):
+        """The module run in this process (run_in_process), in the task's environment plus ``variables``; its
+        result as JSON would carry it. Python's warnings (urllib3's, with validate_certs off) are left out, as a
+        module's stderr would be."""
+        environment = {}
+        self._compute_environment_string(raw_environment_out=environment)
+        module = importlib.import_module(self.__class__.__module__.replace(".plugins.action.", ".plugins.modules."))
+        call = InProcessCall(self._task.action, module_args, bool(self._task.check_mode), bool(self._task.diff))
+        with EnvironmentSet(dict(environment, **variables)), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return json.loads(json.dumps(run_in_process(module.main, call)))

@@ -60,10 +60,12 @@ def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALL
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
 
 
-def run_tasks(tasks, work_dir, connection, collections_path=INSTALLED_COLLECTIONS, check=False, verbosity=0):
+def run_tasks(tasks, work_dir, connection, collections_path=INSTALLED_COLLECTIONS, check=False, verbosity=0,
+              environment=None):
     """Run ``tasks`` in one play on localhost; returns a PlayResult with each task's registered result.
 
-    ``connection`` becomes the module_defaults of group/kubeops.rotation.k8s.
+    ``connection`` becomes the module_defaults of group/kubeops.rotation.k8s; ``environment`` adds to
+    ansible-playbook's environment.
     """
     results_file = os.path.join(str(work_dir), "results-%s.json" % uuid.uuid4().hex[:6])
     registered = ["step%d" % index for index in range(len(tasks))]
@@ -88,8 +90,8 @@ def run_tasks(tasks, work_dir, connection, collections_path=INSTALLED_COLLECTION
         command.append("--check")
     if verbosity:
         command.append("-" + "v" * verbosity)
-    completed = subprocess.run(command, capture_output=True, text=True, env=ansible_environment(collections_path),
-                               timeout=900, check=False)
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False,
+                               env=dict(ansible_environment(collections_path), **(environment or {})))
     steps = {}
     if os.path.exists(results_file):
         with open(results_file) as handle:

@@ -225,9 +225,9 @@ def run_play(cluster, tmp_path):
     test cluster's kubeconfig unless ``connection`` replaces them.
     """
 
-    def run(tasks, check=False, connection=None, collections_path=INSTALLED_COLLECTIONS, verbosity=0):
+    def run(tasks, check=False, connection=None, collections_path=INSTALLED_COLLECTIONS, verbosity=0, environment=None):
         return run_tasks(tasks, tmp_path, connection or {"kubeconfig": cluster.kubeconfig}, collections_path,
-                         check=check, verbosity=verbosity)
+                         check=check, verbosity=verbosity, environment=environment)
 
     return run
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import glob
 import json
 import os
 
@@ -31,6 +32,24 @@ def test_reports_version_identity_and_selected_nodes(cluster, make_nodes, run_pl
     assert info["summary"] == {"nodes": 2, "ready": 2, "schedulable": 1}
     assert "system:masters" in info["user"]["groups"]
     assert info["api_requests"] >= 3
+
+
+def test_a_module_returns_the_same_run_in_ansible_playbooks_worker_or_as_a_python_of_its_own(
+        cluster, make_nodes, run_play, tmp_path, test_id):
+    """With this very Python as its interpreter, a module runs in ansible-playbook's worker: no AnsiballZ file is
+    written. Run apart (async here), it returns the same."""
+    make_nodes(2)
+    remote = tmp_path / "remote"
+    environment = {"ANSIBLE_KEEP_REMOTE_FILES": "1", "ANSIBLE_REMOTE_TMP": str(remote)}
+    task = {"kubeops.rotation.cluster_info": {"node_selector": "%s=%s" % (TEST_LABEL, test_id)}}
+    here = run_play([task], environment=environment)
+    assert here.rc == 0, here
+    assert not glob.glob(str(remote / "**" / "AnsiballZ_cluster_info.py"), recursive=True)
+    apart = run_play([dict(task, **{"async": 60, "poll": 1})], environment=environment)
+    assert apart.rc == 0, apart
+    assert glob.glob(str(remote / "**" / "AnsiballZ_cluster_info.py"), recursive=True)
+    for key in ("changed", "nodes", "summary", "server_version", "user", "api_requests"):
+        assert here.steps[0][key] == apart.steps[0][key], key
 
 
 def test_inline_kubeconfig_and_context_work_without_a_file(cluster, run_play):
