@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import unquote, urlencode
 
 import pytest
 import urllib3
@@ -147,14 +148,17 @@ def test_nothing_to_connect_to_is_a_clear_error(monkeypatch, tmp_path):
 
 class FakePool:
     """In place of the REST layer's urllib3 pool, which every kubernetes client version (29 to 37) calls with
-    each request: answers ``statuses`` in turn (an exception is raised), records each request's headers."""
+    each request: answers ``statuses`` in turn (an exception is raised), records each request's headers and URL
+    (its query included)."""
 
     def __init__(self, *answers):
         self.answers = list(answers)
         self.headers = []
+        self.urls = []
 
     def request(self, method, url, **kwargs):
         self.headers.append(kwargs.get("headers"))
+        self.urls.append(url + ("?" + urlencode(kwargs["fields"]) if kwargs.get("fields") else ""))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -186,6 +190,28 @@ def test_typed_calls_are_counted_impersonated_and_retried_whichever_generator_ma
         assert headers.getlist("Impersonate-Group") == ["platform", "sre"]
         # The API server's audit log names the collection, not the generated client.
         assert headers.getlist("User-Agent") == ["kubeops.rotation"]
+
+
+def node(name, hostname=None):
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": hostname or name}}}
+
+
+def test_named_nodes_are_listed_by_their_hostname_label_and_those_not_found_so_read_by_name():
+    listed = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+              "items": [node("a"), node("b"), node("other", "c")]}
+    client, pool, _sleeps = fake_client((200, listed), (200, node("c", "c.example")),
+                                        (404, {"message": 'nodes "gone" not found'}), (200, node("Not_A_Label_")))
+    nodes, missing = client.read_nodes(["c", "b", "a", "gone", "Not_A_Label_"])
+    assert [found["metadata"]["name"] for found in nodes] == ["Not_A_Label_", "a", "b", "c"]
+    assert missing == ["gone"]
+    assert "labelSelector=kubernetes.io/hostname+in+(a,b,c,gone)" in unquote(pool.urls[0])
+    assert [unquote(url).rsplit("/", 1)[1] for url in pool.urls[1:]] == ["c", "gone", "Not_A_Label_"]
+
+
+def test_a_single_node_is_read_by_name():
+    client, pool, _sleeps = fake_client((200, node("a")))
+    assert client.read_nodes(["a"]) == ([node("a")], [])
+    assert unquote(pool.urls[0]).endswith("/api/v1/nodes/a")
 
 
 def test_a_status_that_is_not_transient_is_raised_once_with_its_body():

@@ -2,7 +2,7 @@
 # Copyright: kubeops.rotation contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Nodes listed, read and deleted through the one client (a node is patched by Client.update_node)."""
+"""Nodes listed and deleted through the one client (read by Client.read_nodes, patched by Client.update_node)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,6 @@ from __future__ import annotations
 def list_nodes(client, label_selector=None):
     """Every node matching ``label_selector`` (None: every node), as dicts."""
     return client.list_all(client.core.list_node, label_selector=label_selector)
-
-
-def read_node(client, name):
-    """The node ``name`` as a dict, or None when it does not exist."""
-    return client.read_or_none(client.core.read_node, name)
 
 
 def delete_node(client, name):

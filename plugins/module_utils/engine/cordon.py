@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.cordon import plan_cordon, plan_uncordon
@@ -14,7 +15,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases impor
 
 def apply_cordon(client, names, selector, state, why, taint, force, check_mode, rotation_id=None, now=None,
                  attempts=3):
-    """Plan every selected node, then patch those that change; returns the NodeChanges, sorted by name.
+    """Plan every selected node, then patch those that change, a few at once; returns the NodeChanges, sorted by
+    name.
 
     With ``rotation_id``, a cordon also records the rotation's "cordoned"
     phase in the same patch. A patch whose resourceVersion test fails (the
@@ -35,4 +37,5 @@ def apply_cordon(client, names, selector, state, why, taint, force, check_mode, 
             change = plan_uncordon(node, force)
         return change, change.patch
 
-    return [client.update_node(node, plan, apply=not check_mode, attempts=attempts) for node in nodes]
+    return each_node_at_once(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts),
+                             nodes)

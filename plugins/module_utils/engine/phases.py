@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import delete_machine, machines
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import delete_node_claim, node_claims
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import delete_node, read_node
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import delete_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
@@ -36,8 +37,9 @@ DELETERS = {
 
 def record_phase(client, names, rotation_id, phase, delete=False, check_mode=False, timeout=600,
                  delete_node_without_owner=False, clock=time.monotonic, sleep=time.sleep):
-    """Record the phase on each node (guarded by its resourceVersion) and, when ``delete``, retire the nodes;
-    returns per-node results and the diff (each node's phase, before and after). A node that is gone is reported,
+    """Record the phase on each node (guarded by its resourceVersion) and, when ``delete``, retire the nodes, a
+    few at once, each recorded before it is retired; returns per-node results and the diff (each node's phase,
+    before and after). A node that is gone is reported,
     not an error. A node with a NodeClaim or a Machine is retired by deleting it, then waiting up to ``timeout``
     seconds until its Node is gone (TimedOut carries the results); a node with neither only with
     ``delete_node_without_owner``, by deleting its Node object. A node left is recorded as drained, not retired."""
@@ -48,11 +50,11 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
     diff = {"before": {}, "after": {}}
     now = utc_now()
 
-    for node in nodes:
+    def record(node):
         how = retirement(node, claims, owned_by_machines, delete_node_without_owner) if delete else None
         recorded = "drained" if how and how.by == LEFT and phase == "retired" else phase
 
-        def plan(current, recorded=recorded):
+        def plan(current):
             patch = phase_patch(current, rotation_id, recorded, now)
             return patch, patch
 
@@ -74,6 +76,9 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
                 after["deleted"] = "%s %s" % (how.by, how.name)
                 if not check_mode:
                     DELETERS[how.by](client, how.name)
+        return entry, before, after
+
+    for entry, before, after in each_node_at_once(record, nodes):
         if after != before:
             diff["before"][entry["name"]], diff["after"][entry["name"]] = before, after
         results.append(entry)
@@ -86,12 +91,12 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
 
 def wait_until_gone(client, names, timeout, results, clock=time.monotonic, sleep=time.sleep):
     """Wait until none of the nodes ``names`` exists (Karpenter or Cluster API drains what is left, terminates
-    the instance and removes the Node); one read per node left, every second."""
+    the instance and removes the Node); the nodes left read again every second."""
     started = clock()
     deadline = started + timeout
     left = sorted(names)
     while True:
-        left = [name for name in left if read_node(client, name) is not None]
+        left = sorted(node_name(node) for node in client.read_nodes(left)[0])
         if not left:
             return
         if clock() >= deadline:

@@ -9,8 +9,8 @@ zone a pod leaves."""
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
@@ -23,13 +23,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering imp
     with_room,
 )
 
-STEERING_PATCHES = 4
-
 
 def set_steering(client, nodes, effect):
     """Put the steering taint with ``effect`` on ``nodes`` (as listed), or take it off (``effect`` None): a
     patch for each node that needs one, no read first (a node changed since is read again, one deleted since
-    is left alone), STEERING_PATCHES at a time (a rotation of a large cluster steers hundreds of nodes)."""
+    is left alone), a few at a time (api.client.each_node_at_once)."""
     def steer(node):
         try:
             client.update_node(node, lambda current: (None, steering_patch(current, effect)))
@@ -37,8 +35,7 @@ def set_steering(client, nodes, effect):
             if not is_not_found(exc):
                 raise
 
-    with ThreadPoolExecutor(max_workers=STEERING_PATCHES) as pool:
-        list(pool.map(steer, nodes))  # raises what a patch raised
+    each_node_at_once(steer, nodes)
 
 
 def clear_steering(client, names):
