@@ -52,18 +52,33 @@ def test_failed_drain_leaves_the_node_cordoned_or_uncordons_when_asked(
     assert len(running_pods(cluster, namespace, "app=db", 1)) == 1
 
 
-def modules_of(controller_pid):
-    """The processes of modules that the ansible-playbook ``controller_pid`` started (they name it)."""
+def runners_of(controller_pid):
+    """The processes that run the modules of the ansible-playbook ``controller_pid``: its workers (a module that runs
+    with ansible-playbook's own Python runs inside one) and the module processes of their own that name it."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            with open("/proc/%s/stat" % pid) as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
             with open("/proc/%s/environ" % pid, "rb") as handle:
                 environ = handle.read().split(b"\0")
-        except OSError:
+        except (OSError, IndexError, ValueError):
             continue
-        if ("KUBEOPS_CONTROLLER_PID=%d" % controller_pid).encode() in environ:
+        if parent == controller_pid or ("KUBEOPS_CONTROLLER_PID=%d" % controller_pid).encode() in environ:
             found.append(int(pid))
     return found
+
+
+def alive(pids):
+    return [pid for pid in pids if os.path.exists("/proc/%d" % pid) and not is_zombie(pid)]
+
+
+def is_zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
 
 
 def test_a_killed_drain_stops_its_module_and_evicts_nothing_after(cluster, namespace, make_nodes, test_id,
@@ -77,16 +92,20 @@ def test_a_killed_drain_stops_its_module_and_evicts_nothing_after(cluster, names
     play = run_collection_playbook("kubeops.rotation.drain_node", {
         "kubeops_kubeconfig": cluster.kubeconfig, "drain_node_nodes": [old], "drain_node_timeout": 120},
         str(tmp_path), background=True)
+    runners = []
     try:
-        # ansible-core runs the module in a session of its own: killing the play's group does not reach it
-        wait_until(lambda: cluster.core.read_node(old).spec.unschedulable and modules_of(play.pid), 60,
+        # ansible-core runs each task in a worker of a session of its own: killing the play's group does not reach
+        # it, nor a module process it started
+        wait_until(lambda: cluster.core.read_node(old).spec.unschedulable and runners_of(play.pid), 60,
                    "the drain's eviction to run")
-        time.sleep(2)
+        time.sleep(3)
+        runners = runners_of(play.pid)
     finally:
         os.killpg(play.pid, signal.SIGKILL)
         play.wait()
     try:
-        wait_until(lambda: not modules_of(play.pid), 10, "the module to stop with its play")
+        assert runners
+        wait_until(lambda: not alive(runners), 10, "the module to stop with its play")
         # Were it still running, it would evict both pods as soon as the PDB allows it.
         cluster.policy.patch_namespaced_pod_disruption_budget("db", namespace, {"spec": {"maxUnavailable": 2}})
         time.sleep(5)
