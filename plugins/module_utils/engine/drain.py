@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import (
     claim_zones,
@@ -33,6 +33,10 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters impo
 )
 
 
+# Rounds of eviction for the pods that reach the drained nodes after they were read (_evict_with_late_arrivals).
+LATE_ROUNDS = 2
+
+
 @dataclass(frozen=True)
 class PodSelection:
     """Which pods to judge: those on nodes (by name or selector), in namespaces, matching selectors."""
@@ -48,11 +52,6 @@ def _outcome(pod_plan):
     if pod_plan.removes:
         return "planned"
     return {"skip": "skipped", "wait": "terminating"}.get(pod_plan.verdict.action, "refused")
-
-
-def remaining_on_nodes(client, node_names, options):
-    """Pods still on the nodes that a drain should have removed: all but DaemonSet, mirror and terminal pods."""
-    return left_behind(judge_all(pods_on_nodes(client, node_names), options))
 
 
 def moved_diff(moves):
@@ -91,17 +90,22 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0,
                       diff=_removed(entries, ("planned",)))
         return result
-    run = EvictionRun(client, settings, hooks=[EventRecorder(client, settings.reason)])
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
     with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving,
                                needs=total_requests(p.pod for p in plans if p.removes)) as steered:
-        states = run.run(plans, node_names)
+        runs, states, on_nodes = _evict_with_late_arrivals(client, selection, options, settings, plans, node_names)
+    run = runs[-1]
+    evictions = sum(each.evictions for each in runs)
     result["steered_nodes"] = steered
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))
-    result.update(changed=run.evictions > 0, pods=entries, summary=summarize_entries(entries),
-                  elapsed_seconds=run.elapsed, diff=_removed(entries, ("evicted", "deleted")))
+    result.update(changed=evictions > 0, pods=entries, summary=summarize_entries(entries),
+                  elapsed_seconds=round(sum(each.elapsed for each in runs), 2),
+                  diff=_removed(entries, ("evicted", "deleted")))
     if node_names and settings.wait:
-        result["remaining"] = remaining_on_nodes(client, node_names, options)
+        # The pods that a drain should have removed: all but DaemonSet, mirror and terminal pods.
+        if on_nodes is None or selection.pod_selector or selection.field_selector:
+            on_nodes = pods_on_nodes(client, node_names)
+        result["remaining"] = left_behind(judge_all(on_nodes, options))
         result["summary"]["remaining"] = len(result["remaining"])
     failed = [s for s in states if s.outcome is Outcome.FAILED]
     if run.timed_out:
@@ -110,5 +114,28 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         wanted = sum(1 for s in states if s.plan.removes)
         reasons = "; ".join("%s: %s" % (pod_key(s.pod), s.detail) for s in failed)
         raise Blocked("%d pod(s) could not be evicted: %s. %d of %d pods evicted; rerunning continues from here."
-                      % (len(failed), reasons, run.evictions, wanted), result)
+                      % (len(failed), reasons, evictions, wanted), result)
     return result
+
+
+def _evict_with_late_arrivals(client, selection, options, settings, plans, node_names):
+    """Evict the ``plans``; then, while the run waits on nodes and went through, up to LATE_ROUNDS times, the pods
+    found on the nodes that it did not plan: a scheduler whose view lagged placed them after the nodes were
+    cordoned and read. Each round within what is left of the timeout; returns the runs, every pod's state and the
+    pods on the nodes as listed after the last run (None when not listed then)."""
+    runs, states = [], []
+    todo = plans
+    while True:
+        left = max(1.0, settings.timeout - sum(each.elapsed for each in runs))
+        run = EvictionRun(client, replace(settings, timeout=left), hooks=[EventRecorder(client, settings.reason)])
+        runs.append(run)
+        states.extend(run.run(todo, node_names))
+        if run.timed_out or not node_names or not settings.wait or len(runs) > LATE_ROUNDS or \
+                any(state.outcome is Outcome.FAILED for state in states):
+            return runs, states, None
+        planned = {state.uid for state in states}
+        found = pods_on_nodes(client, node_names, selection.pod_selector, selection.field_selector)
+        todo = [p for p in judge_all(found, options, claim_zones(client, found))
+                if p.removes and p.pod["metadata"]["uid"] not in planned]
+        if not todo:
+            return runs, states, found
