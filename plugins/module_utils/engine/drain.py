@@ -17,7 +17,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_cordoned, node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import (
@@ -118,11 +119,21 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     return result
 
 
+def _on_cordoned_nodes(client, plans):
+    """The ``plans`` whose pods are on cordoned nodes (their nodes read only when there are any)."""
+    if not plans:
+        return plans
+    cordoned = {node_name(node) for node in client.read_nodes(sorted({node_of(p.pod) for p in plans}))[0]
+                if is_cordoned(node)}
+    return [p for p in plans if node_of(p.pod) in cordoned]
+
+
 def _evict_with_late_arrivals(client, selection, options, settings, plans, node_names):
     """Evict the ``plans``; then, while the run waits on nodes and went through, up to LATE_ROUNDS times, the pods
-    found on the nodes that it did not plan: a scheduler whose view lagged placed them after the nodes were
-    cordoned and read. Each round within what is left of the timeout; returns the runs, every pod's state and the
-    pods on the nodes as listed after the last run (None when not listed then)."""
+    found on the nodes, cordoned, that it did not plan: a scheduler whose view lagged placed them after the nodes
+    were cordoned and read (on a node left schedulable, they are the evicted pods' replacements, and stay). Each
+    round within what is left of the timeout; returns the runs, every pod's state and the pods on the nodes as
+    listed after the last run (None when not listed then)."""
     runs, states = [], []
     todo = plans
     while True:
@@ -135,7 +146,7 @@ def _evict_with_late_arrivals(client, selection, options, settings, plans, node_
             return runs, states, None
         planned = {state.uid for state in states}
         found = pods_on_nodes(client, node_names, selection.pod_selector, selection.field_selector)
-        todo = [p for p in judge_all(found, options, claim_zones(client, found))
-                if p.removes and p.pod["metadata"]["uid"] not in planned]
+        todo = _on_cordoned_nodes(client, [p for p in judge_all(found, options, claim_zones(client, found))
+                                           if p.removes and p.pod["metadata"]["uid"] not in planned])
         if not todo:
             return runs, states, found
