@@ -93,11 +93,10 @@ class ModuleInProcess:
         self.check_mode = call.check_mode
         self._diff = call.diff
         self._warnings = []
-        self._no_log_values = set()
         self.params = dict(call.args)
         validation = ModuleArgumentSpecValidator(argument_spec, **constraints).validate(self.params)
         self.params.update(validation.validated_parameters)
-        self._no_log_values.update(validation._no_log_values)
+        self._no_log_values = set(validation._no_log_values)
         if validation.error_messages:
             message = validation.errors.msg
             if isinstance(validation.errors[0], UnsupportedError):

@@ -38,7 +38,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     run_in_process,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.controller import CONTROLLER_PID_ENV
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS, PROGRESS_FILE_ENV
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS_FILE_ENV
 
 display = Display()
 
@@ -212,9 +212,4 @@ class KubernetesAction(ActionBase):
         call = InProcessCall(self._task.action, module_args, bool(self._task.check_mode), bool(self._task.diff))
         with EnvironmentSet(dict(environment, **variables)), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            # engine.progress read its file's name from the environment when ansible-playbook imported it
-            PROGRESS.path = variables[PROGRESS_FILE_ENV]
-            try:
-                return json.loads(json.dumps(run_in_process(module.main, call)))
-            finally:
-                PROGRESS.path = None
+            return json.loads(json.dumps(run_in_process(module.main, call)))

@@ -52,33 +52,37 @@ def test_failed_drain_leaves_the_node_cordoned_or_uncordons_when_asked(
     assert len(running_pods(cluster, namespace, "app=db", 1)) == 1
 
 
+def state_and_parent(pid):
+    """A process's state letter and parent pid from /proc, or None when it is gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as handle:
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            state, parent = handle.read().rsplit(")", 1)[1].split()[:2]
+    except (OSError, IndexError, ValueError):
+        return None
+    return state, int(parent)
+
+
 def runners_of(controller_pid):
     """The processes that run the modules of the ansible-playbook ``controller_pid``: its workers (a module that runs
     with ansible-playbook's own Python runs inside one) and the module processes of their own that name it."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open("/proc/%s/stat" % pid) as handle:
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
             with open("/proc/%s/environ" % pid, "rb") as handle:
                 environ = handle.read().split(b"\0")
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
-        if parent == controller_pid or ("KUBEOPS_CONTROLLER_PID=%d" % controller_pid).encode() in environ:
+        known = state_and_parent(pid)
+        if known and (known[1] == controller_pid
+                      or ("KUBEOPS_CONTROLLER_PID=%d" % controller_pid).encode() in environ):
             found.append(int(pid))
     return found
 
 
 def alive(pids):
-    return [pid for pid in pids if os.path.exists("/proc/%d" % pid) and not is_zombie(pid)]
-
-
-def is_zombie(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return False
+    """The processes of ``pids`` still running (a zombie, ended and not yet reaped, is not)."""
+    return [pid for pid in pids if (state_and_parent(pid) or ("Z",))[0] != "Z"]
 
 
 def test_a_killed_drain_stops_its_module_and_evicts_nothing_after(cluster, namespace, make_nodes, test_id,

@@ -39,10 +39,10 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
                  delete_node_without_owner=False, clock=time.monotonic, sleep=time.sleep):
     """Record the phase on each node (guarded by its resourceVersion) and, when ``delete``, retire the nodes, a
     few at once, each recorded before it is retired; returns per-node results and the diff (each node's phase,
-    before and after). A node that is gone is reported,
-    not an error. A node with a NodeClaim or a Machine is retired by deleting it, then waiting up to ``timeout``
-    seconds until its Node is gone (TimedOut carries the results); a node with neither only with
-    ``delete_node_without_owner``, by deleting its Node object. A node left is recorded as drained, not retired."""
+    before and after). A node that is gone is reported, not an error. A node with a NodeClaim or a Machine is
+    retired by deleting it, then waiting up to ``timeout`` seconds until its Node is gone (TimedOut carries the
+    results); a node with neither only with ``delete_node_without_owner``, by deleting its Node object. A node
+    left is recorded as drained, not retired."""
     nodes, missing = client.read_nodes(names)
     claims = claims_by_node(node_claims(client)) if delete and nodes else {}
     owned_by_machines = machines_by_node(machines(client)) if delete and nodes else {}

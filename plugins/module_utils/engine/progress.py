@@ -21,7 +21,9 @@ PROGRESS_FILE_ENV = "KUBEOPS_PROGRESS_FILE"
 
 
 class Progress:
-    """The latest line, written to ``path`` (when set) and passed to every listener when it changes."""
+    """The latest line, written to ``path`` and passed to every listener when it changes. Without ``path``, the
+    file named in KUBEOPS_PROGRESS_FILE when the line is told, if any: the action plugin sets it for each module
+    call, also for a module it runs in its own process, which imported this module long before."""
 
     def __init__(self, path=None):
         self.path = path
@@ -35,8 +37,9 @@ class Progress:
                 return
             self.line = line
             listeners = list(self._listeners)
-            if self.path:
-                _replace(self.path, line)
+            path = self.path or os.environ.get(PROGRESS_FILE_ENV)
+            if path:
+                _replace(path, line)
         for listener in listeners:
             listener(line)
 
@@ -63,7 +66,7 @@ def _replace(path, line):
         pass
 
 
-PROGRESS = Progress(os.environ.get(PROGRESS_FILE_ENV) or None)
+PROGRESS = Progress()
 
 
 def tell_progress(line):
