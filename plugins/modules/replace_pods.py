@@ -236,20 +236,14 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     first_error,
     names_error,
     number_error,
+    pod_keys_error,
     text_error,
 )
 
 
-def pods_error(pods):
-    malformed = [pod for pod in pods if len(str(pod).split("/")) != 2 or not all(str(pod).split("/"))]
-    if malformed:
-        return "pods takes namespace/name, got %s." % ", ".join(str(pod) for pod in malformed)
-    return None
-
-
 def validated(params):
     error = first_error(
-        pods_error(params["pods"]),
+        pod_keys_error("pods", params["pods"]),
         text_error("run_id", params["run_id"], optional=False),
         names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
         number_error("timeout", params["timeout"], 1),

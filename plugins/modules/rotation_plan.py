@@ -189,6 +189,17 @@ options:
     elements: str
     default: []
     version_added: 0.2.0
+  planned_evictions:
+    description:
+      - Pods (C(namespace/name)) that an earlier plan of the same rotation evicts, as the check of a batch passes
+        its planned RV(batches[].evict).
+      - Such a pod is planned for eviction again while its PDB allows no disruption only for now (the rotation's
+        last batch left pods not Ready yet); the eviction waits for the PDB. A PDB that allows none even with every
+        pod Ready still makes it replaced first.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
   abort_if:
     description:
       - Conditions under which a rotation should not start its next batch;
@@ -437,6 +448,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     first_error,
     labels_error,
     names_error,
+    pod_keys_error,
     quantities_error,
     selector_error,
     text_error,
@@ -482,6 +494,7 @@ def validated(params):
         names_error("pool_zones", params["pool_zones"], "zone"),
         quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
         text_error("template_node", params["template_node"]),
+        pod_keys_error("planned_evictions", params["planned_evictions"]),
         *(text_error("abort_if.%s" % name, value) for name, value in sorted((params["abort_if"] or {}).items())))
     if error:
         raise InvalidInput(error)
@@ -508,7 +521,7 @@ def validated(params):
         pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if,
         pool_zones=None if params["pool_zones"] is None else tuple(params["pool_zones"]),
         zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]),
-        karpenter_budgets=params["karpenter_budgets"])
+        karpenter_budgets=params["karpenter_budgets"], planned_evictions=frozenset(params["planned_evictions"]))
     return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
                            template_capacity=params["template_capacity"], template_node=params["template_node"],
                            retire=params["retire"])
@@ -539,6 +552,7 @@ def main():
             delete_emptydir_data=dict(type="bool", default=False),
             evict_system_critical=dict(type="bool", default=False),
             zone_counts_of=dict(type="list", elements="str", default=[]),
+            planned_evictions=dict(type="list", elements="str", default=[]),
             abort_if=dict(type="dict", default={}, options=dict(
                 pending_pods_for=dict(type="str"),
                 pdb_blocked_for=dict(type="str"),

@@ -9,6 +9,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     labels_error,
     names_error,
     number_error,
+    pod_keys_error,
     quantities_error,
     selector_error,
     text_error,
@@ -43,6 +44,13 @@ def test_lists_of_names_must_name_something_and_every_entry_must_be_a_name():
     assert names_error("nodes", [], "node", optional=False) == "nodes is empty: name at least one node."
     assert names_error("nodes", ["a", " "], "node") == "nodes has an empty node (item 2)."
     assert names_error("nodes", [None], "node") == "nodes has an empty node (item 1)."
+
+
+def test_pods_are_named_namespace_slash_name():
+    assert pod_keys_error("pods", ["ns/a", "ns/b"]) is None
+    assert pod_keys_error("pods", []) is None
+    assert pod_keys_error("planned_evictions", ["ns", "ns/a", "/a", "a/b/c"]) == \
+        "planned_evictions takes namespace/name, got ns, /a, a/b/c."
 
 
 def test_the_first_empty_entry_is_counted_from_one():

@@ -132,6 +132,20 @@ def test_move_of_replaces_first_what_eviction_cannot_move_safely():
     assert move_of(pod("p", "n", kind="DaemonSet", owner="agent"), None, None, [], options) == ("stays", "daemonset")
 
 
+def test_a_planned_eviction_stays_one_while_its_pdb_is_spent_only_until_its_pods_are_ready():
+    options = FilterOptions()
+    spent_for_now = [pdb("db", max_unavailable=1, expected=8)]
+    assert move_of(pod("p", "n", app="db"), WEB, 8, spent_for_now, options, planned_eviction=True) == \
+        ("evict", "evictable")
+    assert move_of(pod("p", "n", app="db"), WEB, 8, spent_for_now, options) == \
+        ("replace", "PDB db allows no disruption now")
+    never = [pdb("db", max_unavailable=0, expected=8)]
+    assert move_of(pod("p", "n", app="db"), WEB, 8, never, options, planned_eviction=True) == \
+        ("replace", "PDB db allows no disruption now")
+    assert move_of(pod("p", "n", app="db"), WEB, 1, spent_for_now, options, planned_eviction=True) == \
+        ("replace", "single replica")
+
+
 def test_move_of_replaces_a_pod_protected_for_a_duration_and_evicts_one_whose_annotation_says_false():
     options = FilterOptions()
     for value in ("30m", "1h30m"):
@@ -210,6 +224,16 @@ def test_a_pod_whose_volume_is_bound_to_a_zone_is_placed_only_there():
     stuck = plan_rotation(nodes[:2], [data], [], OWNERS, replicas, settings, NOW, claim_zones={"ns/data-db-0": "a"})
     assert stuck["batches"][0]["unplaced"] == [{"pod": "ns/db-0", "reason": "its volume is bound to zone a: no node "
                                                 "matches its node selector, affinity or tolerations"}]
+
+
+def test_the_check_of_a_batch_keeps_its_planned_evictions_while_the_last_batch_spent_their_pdb():
+    nodes = [node("old-1"), node("new-1")]
+    pods = [pod("web-1", "old-1"), pod("web-2", "old-1")]
+    spent = [pdb("web", max_unavailable=1, expected=8)]
+    settings = RotationSettings(candidates=frozenset({"old-1"}), planned_evictions=frozenset({"ns/web-1"}))
+    batch = plan_rotation(nodes, pods, spent, OWNERS, {WEB: 8}, settings, NOW)["batches"][0]
+    assert batch["evict"] == ["ns/web-1"]
+    assert [entry["pods"] for entry in batch["replace"]] == [["ns/web-2"]]
 
 
 def test_abort_if_names_long_pending_pods_and_long_blocked_pdbs():

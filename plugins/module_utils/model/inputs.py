@@ -45,6 +45,14 @@ def names_error(name, names, what="name", optional=True):
     return None
 
 
+def pod_keys_error(name, pods):
+    """Why a list of pods is refused: one of them is not ``namespace/name``."""
+    malformed = [pod for pod in pods if len(str(pod).split("/")) != 2 or not all(str(pod).split("/"))]
+    if malformed:
+        return "%s takes namespace/name, got %s." % (name, ", ".join(str(pod) for pod in malformed))
+    return None
+
+
 def first_empty(names):
     """The position (from 1) of the first entry of ``names`` that is missing or blank, or None."""
     return next((index for index, entry in enumerate(names, 1) if entry is None or not str(entry).strip()), None)

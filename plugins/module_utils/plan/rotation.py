@@ -109,6 +109,9 @@ class RotationSettings:
     zone_counts_of: tuple = ()
     # Batches no larger than the chosen nodes' NodePools let Karpenter disrupt for Drifted now.
     karpenter_budgets: bool = False
+    # Pods ("namespace/name") an earlier plan of this rotation evicts: the check of a batch keeps them evicted while
+    # their PDB is only spent for now (the last batch's pods not Ready yet); the eviction waits for it.
+    planned_evictions: frozenset = frozenset()
 
 
 def version_tuple(text):
@@ -195,7 +198,7 @@ def replacing_workload(pod, replica_set_owners):
     return owner if owner and owner.kind in REPLACING_KINDS else None
 
 
-def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False):
+def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False, planned_eviction=False):
     """How one pod leaves its node: (method, reason), method one of replace, evict, stays, blocked.
 
     Replacement first is the only safe way for do-not-disrupt pods, single
@@ -203,7 +206,8 @@ def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False):
     exactly its leaving pods; a workload that cannot surge (``one_at_a_time``:
     a StatefulSet, a Recreate Deployment) loses one pod at a time within its
     PDBs, which a PDB that allows nothing even with every pod Ready never lets
-    happen.
+    happen. A ``planned_eviction`` stays one unless its PDB is of that kind:
+    the eviction waits for a PDB that the rotation's own moves spent.
     """
     verdict = judge(pod, FilterOptions(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
                                        respect_do_not_disrupt=False,
@@ -219,7 +223,8 @@ def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False):
         elif replicas == 1:
             reason = "single replica"
         else:
-            blocking = [pdb["metadata"]["name"] for pdb in selecting if disruptions_allowed(pdb) == 0]
+            blocking = [pdb["metadata"]["name"] for pdb in selecting if disruptions_allowed(pdb) == 0
+                        and not (planned_eviction and not never_allows_one(pdb))]
             if blocking:
                 reason = "PDB %s allows no disruption now" % ", ".join(blocking)
         if reason:
@@ -332,7 +337,8 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             workload = replacing_workload(pod, replica_set_owners)
             single_file = workload is not None and (workload.kind == "StatefulSet" or workload in one_at_a_time)
             moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload),
-                                                            pdb_index.candidates(pod), settings.options, single_file)
+                                                            pdb_index.candidates(pod), settings.options, single_file,
+                                                            pod_key(pod) in settings.planned_evictions)
     pods_per_node = {}
     for pod, _workload, method, _reason in moves.values():
         if method != "stays":
