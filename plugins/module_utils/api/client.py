@@ -56,7 +56,8 @@ FIRST_CONTACT_BUDGET_SECONDS = 15.0
 NAMES_PER_LIST = 50
 # Requests the collection sends at once at most: evictions (engine.eviction), node patches, rollouts.
 CONNECTIONS = 16
-# Nodes patched (and deleted) at once by one step: a rotation's batch of 25, its 100 marked nodes, hundreds steered.
+# Requests of one step about a node each (a patch, a delete, a list of its pods) sent at once: a rotation's batch
+# of 25 nodes, its 100 marked nodes, hundreds steered.
 NODE_REQUESTS_AT_ONCE = 4
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claim_node, claim_pool
@@ -62,14 +63,13 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
 
 
 def pods_on_nodes(client, node_names, label_selector=None, field_selector=None):
-    """The pods on the nodes ``node_names`` (in every namespace), sorted by node and key: a list per node up to
-    NODE_BY_NODE_LISTS nodes, which reads only their pods, beyond that one list of all pods."""
+    """The pods on the nodes ``node_names`` (in every namespace), sorted by node and key: a list per node (a few
+    at once) up to NODE_BY_NODE_LISTS nodes, which reads only their pods, beyond that one list of all pods."""
     fields = [field_selector] if field_selector else []
     if len(node_names) <= NODE_BY_NODE_LISTS:
-        pods = []
-        for name in node_names:
-            pods.extend(client.list_all(client.core.list_pod_for_all_namespaces, label_selector=label_selector,
-                                        field_selector=",".join(fields + ["spec.nodeName=%s" % name])))
+        pods = [pod for listed in each_node_at_once(lambda name: client.list_all(
+            client.core.list_pod_for_all_namespaces, label_selector=label_selector,
+            field_selector=",".join(fields + ["spec.nodeName=%s" % name])), list(node_names)) for pod in listed]
     else:
         wanted = set(node_names)
         pods = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces, label_selector=label_selector,
