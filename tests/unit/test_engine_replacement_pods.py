@@ -127,3 +127,20 @@ def test_each_event_and_each_list_again_are_seen_even_when_the_version_stays(wat
     assert seen == [(["web-0", "web-1"], 1, 4), (["web-0", "web-1", "web-5"], 2, 4), (["web-1", "web-5"], 1, 4),
                     (["web-1", "web-5"], 2, 4), (["web-1", "web-5"], 2, 5), (["web-1"], 1, 5),
                     (["web-0", "web-9"], 2, 1)]
+
+
+def test_after_one_event_only_its_pod_is_looked_at_again(watches):
+    watches.append(([("ADDED", pod("web-5")), ("DELETED", pod("web-0"))], None))
+    state = web_pods(Client((namespace_pods(), "10")))
+    looked_at = []
+    wanted = state._mine.wanted
+
+    def counting(each):
+        looked_at.append(each["metadata"]["name"])
+        return wanted(each)
+    state._mine.wanted = counting
+    state.mine()
+    assert len(looked_at) == len(namespace_pods())
+    del looked_at[:]
+    state.informer.wait(lambda _objects, change: names(state.mine()) == ["web-1", "web-5"], deadline=float("inf"))
+    assert looked_at == ["web-5"]

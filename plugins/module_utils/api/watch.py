@@ -68,7 +68,9 @@ class Informer:
     """The objects of one list call, kept current by watching it: listed once, then watched; listed again when
     the watch's version expired or its stream broke. ``objects`` maps uid to the object (API JSON); ``changes`` counts
     the times they changed, so that what is worked out from them is kept until they change again (``version`` would
-    not do: an event without a resourceVersion leaves it as it was)."""
+    not do: an event without a resourceVersion leaves it as it was); ``last_change`` is (uid, object, None when
+    deleted) of the latest change when it was one event, None after a list, so that a view of them can follow
+    event by event."""
 
     def __init__(self, client, list_method, clock=None, **kwargs):
         self.client = client
@@ -78,18 +80,21 @@ class Informer:
         self.objects = None
         self.version = None
         self.changes = 0
+        self.last_change = None
 
     def start_from(self, version, objects=None):
         """Watch from ``version`` without listing first, knowing ``objects`` ({uid: object}) so far."""
         self.version = version
         self.objects = dict(objects or {})
         self.changes += 1
+        self.last_change = None
         return self
 
     def relist(self):
         items, self.version = self.client.list_with_version(self.list_method, **self.kwargs)
         self.objects = {item["metadata"]["uid"]: item for item in items}
         self.changes += 1
+        self.last_change = None
         return self.objects
 
     def wait(self, until, deadline, ended=None):
@@ -122,6 +127,7 @@ class Informer:
                     else:
                         self.objects[metadata.get("uid")] = obj
                     self.changes += 1
+                    self.last_change = (metadata.get("uid"), None if event_type == "DELETED" else obj)
                     answer = until(self.objects, (event_type, obj))
                     if answer:
                         return answer

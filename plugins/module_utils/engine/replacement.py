@@ -364,28 +364,39 @@ class Surge:
 
 
 class _Selected:
-    """The pods of an Informer that a selector selects, those ended or ending left out. Worked out again only once the
-    Informer changed: each test of a wait asks for them several times, and a namespace may hold thousands of pods."""
+    """The pods of an Informer that a selector selects, those ended or ending left out. Followed event by event, and
+    worked out again from all pods only after a list: each test of a wait asks for them several times, and a
+    namespace may hold thousands of pods."""
 
     def __init__(self, informer, selector):
         self.informer = informer
         self.selector = selector
         self.index = index_label(selector)
+        self.selected = {}
         self.pods = ()
         self.seen = None
 
     def __call__(self):
-        if self.seen != self.informer.changes:
-            self.pods = tuple(pod for pod in self.informer.objects.values()
-                              if self.selects(pod["metadata"].get("labels") or {})
-                              and not is_terminal(pod) and not is_terminating(pod))
-            self.seen = self.informer.changes
+        changes = self.informer.changes
+        if self.seen != changes:
+            last = self.informer.last_change
+            if last is not None and self.seen == changes - 1:
+                uid, pod = last
+                if pod is not None and self.wanted(pod):
+                    self.selected[uid] = pod
+                else:
+                    self.selected.pop(uid, None)
+            else:
+                self.selected = {uid: pod for uid, pod in self.informer.objects.items() if self.wanted(pod)}
+            self.pods = tuple(self.selected.values())
+            self.seen = changes
         return self.pods
 
-    def selects(self, labels):
+    def wanted(self, pod):
         """One label of the selector looked at first: it turns away at once the many pods of other workloads."""
+        labels = pod["metadata"].get("labels") or {}
         return (self.index is None or labels.get(self.index[0]) == self.index[1]) and \
-            selector_matches(self.selector, labels)
+            selector_matches(self.selector, labels) and not is_terminal(pod) and not is_terminating(pod)
 
 
 class _Pods:
