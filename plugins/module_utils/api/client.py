@@ -59,6 +59,9 @@ CONNECTIONS = 16
 # Requests of one step about a node each (a patch, a delete, a list of its pods) sent at once: a rotation's batch
 # of 25 nodes, its 100 marked nodes, hundreds steered.
 NODE_REQUESTS_AT_ONCE = 4
+# Objects in one page of a list: 4,000 pods came in 0.51 s in one page and 0.83 s in pages of 500 (kubectl's
+# chunk size), on the local control plane; a page stays bounded (about 20 MB of pods) on a very large cluster.
+LIST_PAGE_SIZE = 5000
 
 
 def each_node_at_once(work, nodes):
@@ -415,11 +418,11 @@ class Client:
             attempt += 1
             node = self.call_json(self.core.read_node, node["metadata"]["name"])
 
-    def list_all(self, list_method, page_size=500, **kwargs):
+    def list_all(self, list_method, page_size=LIST_PAGE_SIZE, **kwargs):
         """Every item of a list call as plain dicts, fetched page by page."""
         return self.list_with_version(list_method, page_size, **kwargs)[0]
 
-    def list_with_version(self, list_method, page_size=500, **kwargs):
+    def list_with_version(self, list_method, page_size=LIST_PAGE_SIZE, **kwargs):
         """Every item of a list call as plain dicts, fetched page by page, and the list's resourceVersion (where
         a watch of the same scope starts).
 
@@ -437,7 +440,7 @@ class Client:
             if not token:
                 return items, metadata.get("resourceVersion")
 
-    def list_custom(self, group, version, plural, page_size=500, **kwargs):
+    def list_custom(self, group, version, plural, page_size=LIST_PAGE_SIZE, **kwargs):
         """Every object of a cluster-scoped custom resource, fetched page by page; None when the API server
         does not serve the resource (its CRD is not installed). ``kwargs`` go to each page's call
         (label_selector, _request_timeout)."""
