@@ -64,13 +64,13 @@ NODE_REQUESTS_AT_ONCE = 4
 LIST_PAGE_SIZE = 5000
 
 
-def each_node_at_once(work, nodes):
-    """``work(node)`` for each of ``nodes``, NODE_REQUESTS_AT_ONCE at a time; the results in the nodes' order (the
-    first exception raised is raised)."""
-    if len(nodes) <= 1:
-        return [work(node) for node in nodes]
+def each_at_once(work, items):
+    """``work(item)`` for each of ``items`` (a node to patch, a node whose pods to list, a kind to list),
+    NODE_REQUESTS_AT_ONCE at a time; the results in the items' order (the first exception raised is raised)."""
+    if len(items) <= 1:
+        return [work(item) for item in items]
     with ThreadPoolExecutor(max_workers=NODE_REQUESTS_AT_ONCE) as pool:
-        return list(pool.map(work, nodes))
+        return list(pool.map(work, items))
 
 
 def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent=True,

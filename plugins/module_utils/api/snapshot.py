@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claim_node, claim_pool
@@ -67,7 +67,7 @@ def pods_on_nodes(client, node_names, label_selector=None, field_selector=None):
     at once) up to NODE_BY_NODE_LISTS nodes, which reads only their pods, beyond that one list of all pods."""
     fields = [field_selector] if field_selector else []
     if len(node_names) <= NODE_BY_NODE_LISTS:
-        pods = [pod for listed in each_node_at_once(lambda name: client.list_all(
+        pods = [pod for listed in each_at_once(lambda name: client.list_all(
             client.core.list_pod_for_all_namespaces, label_selector=label_selector,
             field_selector=",".join(fields + ["spec.nodeName=%s" % name])), list(node_names)) for pod in listed]
     else:
@@ -141,20 +141,24 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
     missing = sorted(set(names or ()) - known)
     if missing:
         raise NotFound("No node named %s; nothing was planned." % ", ".join(missing))
-    claims = node_claims(client, required=True) if karpenter else []
-    pools = node_pools(client) if karpenter else []
-    candidates = set(names or ())
-    if selector:
-        candidates |= {node_name(node) for node in client.list_all(client.core.list_node, label_selector=selector)}
+    # The other kinds, a few lists at once: a large cluster's pods take most of the time, the rest rides along.
+    pods, claims, pools, selected, pdbs, deployments, stateful_sets, hpas, owners = each_at_once(lambda read: read(), [
+        lambda: client.list_all(client.core.list_pod_for_all_namespaces),
+        lambda: node_claims(client, required=True) if karpenter else [],
+        lambda: node_pools(client) if karpenter else [],
+        lambda: client.list_all(client.core.list_node, label_selector=selector) if selector else [],
+        lambda: client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces),
+        lambda: client.list_all(client.apps.list_deployment_for_all_namespaces),
+        lambda: client.list_all(client.apps.list_stateful_set_for_all_namespaces),
+        lambda: client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces),
+        lambda: owners_of_replica_sets(client)])
+    candidates = set(names or ()) | {node_name(node) for node in selected}
     if karpenter_candidates:
         candidates |= {claim_node(claim) for claim in claims
                        if claim_node(claim) in known and (not nodepools or claim_pool(claim) in nodepools)}
-    pods = client.list_all(client.core.list_pod_for_all_namespaces)
-    pdbs = client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces)
     replicas, one_at_a_time, gitops = {}, set(), {}
-    for kind, method in (("Deployment", client.apps.list_deployment_for_all_namespaces),
-                         ("StatefulSet", client.apps.list_stateful_set_for_all_namespaces)):
-        for obj in client.list_all(method):
+    for kind, objects in (("Deployment", deployments), ("StatefulSet", stateful_sets)):
+        for obj in objects:
             workload = Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
             replicas[workload] = obj["spec"].get("replicas", 1)
             if replacement_method(kind, obj["spec"]) == ONE_AT_A_TIME:
@@ -162,9 +166,7 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
             syncing = gitops_managers(obj, MANAGER)
             if syncing:
                 gitops[workload] = syncing
-    autoscalers = {scale_target(hpa): hpa["metadata"]["name"]
-                   for hpa in client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces)
-                   if scale_target(hpa)}
+    autoscalers = {scale_target(hpa): hpa["metadata"]["name"] for hpa in hpas if scale_target(hpa)}
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
-    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners_of_replica_sets(client), replicas, zones,
+    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners, replicas, zones,
                             claims, pools, frozenset(one_at_a_time), autoscalers, gitops)

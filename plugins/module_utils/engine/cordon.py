@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.cordon import plan_cordon, plan_uncordon
@@ -37,5 +37,5 @@ def apply_cordon(client, names, selector, state, why, taint, force, check_mode, 
             change = plan_uncordon(node, force)
         return change, change.patch
 
-    return each_node_at_once(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts),
+    return each_at_once(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts),
                              nodes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import delete_machine, machines
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import delete_node_claim, node_claims
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import delete_node
@@ -78,7 +78,7 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
                     DELETERS[how.by](client, how.name)
         return entry, before, after
 
-    for entry, before, after in each_node_at_once(record, nodes):
+    for entry, before, after in each_at_once(record, nodes):
         if after != before:
             diff["before"][entry["name"]], diff["after"][entry["name"]] = before, after
         results.append(entry)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_node_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
@@ -27,7 +27,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering imp
 def set_steering(client, nodes, effect):
     """Put the steering taint with ``effect`` on ``nodes`` (as listed), or take it off (``effect`` None): a
     patch for each node that needs one, no read first (a node changed since is read again, one deleted since
-    is left alone), a few at a time (api.client.each_node_at_once)."""
+    is left alone), a few at a time (api.client.each_at_once)."""
     def steer(node):
         try:
             client.update_node(node, lambda current: (None, steering_patch(current, effect)))
@@ -35,7 +35,7 @@ def set_steering(client, nodes, effect):
             if not is_not_found(exc):
                 raise
 
-    each_node_at_once(steer, nodes)
+    each_at_once(steer, nodes)
 
 
 def clear_steering(client, names):
