@@ -37,5 +37,4 @@ def apply_cordon(client, names, selector, state, why, taint, force, check_mode, 
             change = plan_uncordon(node, force)
         return change, change.patch
 
-    return each_at_once(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts),
-                             nodes)
+    return each_at_once(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts), nodes)

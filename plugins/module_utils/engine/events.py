@@ -14,8 +14,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.events import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import MANAGER
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 
-# Threads sending Events beside the eviction loop.
-EVENT_SENDERS = 2
+# Threads sending Events beside the eviction loop; those left when it ends (a Drained Event per node) are sent
+# before the module returns.
+EVENT_SENDERS = 4
 
 
 class EvictionHooks:

@@ -25,7 +25,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import moved_diff
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import clear_steering, set_steering
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
+    clear_steering,
+    set_steering,
+    steer,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, NotFound, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
@@ -139,8 +143,7 @@ def rebalance(client, request, check_mode=False):
         # Leftover taints were taken off above: those nodes as listed before would look steered already.
         current = list_nodes(client) if leftover else nodes
         keep_nodes(client, [node for node in current if node_name(node) in kept], True)
-        for effect in ("NoSchedule", "PreferNoSchedule"):
-            set_steering(client, [node for node in current if effects.get(node_name(node)) == effect], effect)
+        steer(client, current, effects)
         states = run.run(pod_plans)
     finally:
         clear_steering(client, steered)

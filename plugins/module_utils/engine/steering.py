@@ -24,18 +24,24 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering imp
 )
 
 
-def set_steering(client, nodes, effect):
-    """Put the steering taint with ``effect`` on ``nodes`` (as listed), or take it off (``effect`` None): a
-    patch for each node that needs one, no read first (a node changed since is read again, one deleted since
-    is left alone), a few at a time (api.client.each_at_once)."""
-    def steer(node):
+def steer(client, nodes, effects):
+    """Give each of ``nodes`` (as listed) that ``effects`` names the steering taint with its effect there (node
+    name -> effect; None takes it off): a patch for each node that needs one, no read first (a node changed since
+    is read again, one deleted since is left alone), a few at a time (api.client.each_at_once)."""
+    def patch(node):
+        effect = effects[node_name(node)]
         try:
             client.update_node(node, lambda current: (None, steering_patch(current, effect)))
         except ApiException as exc:
             if not is_not_found(exc):
                 raise
 
-    each_at_once(steer, nodes)
+    each_at_once(patch, [node for node in nodes if node_name(node) in effects])
+
+
+def set_steering(client, nodes, effect):
+    """The steering taint with ``effect`` on ``nodes`` (as listed), or off them (``effect`` None): steer."""
+    steer(client, nodes, dict.fromkeys((node_name(node) for node in nodes), effect))
 
 
 def clear_steering(client, names):
@@ -76,11 +82,11 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
         pods = pods_in(client)
         effects = strict_when_warmed(with_room(effects, nodes, pods, request, leaving), nodes, pods, keep_zones_of,
                                      needs, leaving)
-    set_steering(client, [node for node in nodes if is_steered(node) and node_name(node) not in effects], None)
+    left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
     steered = sorted(effects)
     try:
-        for effect in ("NoSchedule", "PreferNoSchedule"):
-            set_steering(client, [node for node in nodes if effects.get(node_name(node)) == effect], effect)
+        # The taints a killed run left come off in the same round of patches as the new ones go on.
+        steer(client, nodes, dict(left, **effects))
         yield steered
     finally:
         clear_steering(client, steered)
