@@ -163,26 +163,42 @@ class DisruptionWatcher:
             return
 
     def _record(self, event_type, pod):
+        """One event, counted in O(1): a namespace of thousands of pods sends thousands of events a minute, and a
+        watcher that fell behind would miss the last ones when it stops."""
+        uid = pod.metadata.uid
+        app = (pod.metadata.labels or {}).get("app")
+        before = self.pods.get(uid)
+        if before is not None:
+            self._count(before, -1)
         if event_type == "DELETED":
-            self.pods.pop(pod.metadata.uid, None)
-            if pod.metadata.uid not in self.first:
-                app = (pod.metadata.labels or {}).get("app")
+            self.pods.pop(uid, None)
+            if uid not in self.first:
                 self.churned[app] = self.churned.get(app, 0) + 1
                 self.churned_pods.append("%s on %s" % (pod.metadata.name, pod.spec.node_name))
         else:
-            self.pods[pod.metadata.uid] = pod
-        self._measure()
+            self.pods[uid] = pod
+            self._count(pod, 1)
+        self._extremes(app)
+        if before is not None and (before.metadata.labels or {}).get("app") != app:
+            self._extremes((before.metadata.labels or {}).get("app"))
+
+    def _count(self, pod, sign):
+        app = (pod.metadata.labels or {}).get("app")
+        self._ready[app] = self._ready.get(app, 0) + (sign if is_ready(pod) else 0)
+        self._terminating[app] = self._terminating.get(app, 0) + (sign if pod.metadata.deletion_timestamp else 0)
+
+    def _extremes(self, app):
+        if app in self._ready:
+            self.min_ready[app] = min(self.min_ready.get(app, self._ready[app]), self._ready[app])
+            self.max_terminating[app] = max(self.max_terminating.get(app, 0), self._terminating[app])
 
     def _measure(self):
-        ready = {}
-        terminating = {}
+        """Every pod counted again (at the start and after a list)."""
+        self._ready, self._terminating = {}, {}
         for known in self.pods.values():
-            app = (known.metadata.labels or {}).get("app")
-            ready[app] = ready.get(app, 0) + (1 if is_ready(known) else 0)
-            terminating[app] = terminating.get(app, 0) + (1 if known.metadata.deletion_timestamp else 0)
-        for app, count in ready.items():
-            self.min_ready[app] = min(self.min_ready.get(app, count), count)
-            self.max_terminating[app] = max(self.max_terminating.get(app, 0), terminating[app])
+            self._count(known, 1)
+        for app in self._ready:
+            self._extremes(app)
 
 
 def eviction_requests(cluster):
