@@ -146,7 +146,9 @@ def _evict_with_late_arrivals(client, selection, options, settings, plans, node_
             return runs, states, None
         planned = {state.uid for state in states}
         found = pods_on_nodes(client, node_names, selection.pod_selector, selection.field_selector)
-        todo = _on_cordoned_nodes(client, [p for p in judge_all(found, options, claim_zones(client, found))
-                                           if p.removes and p.pod["metadata"]["uid"] not in planned])
+        # Only the pods not planned yet are judged: their volumes' zones are read, not those of every pod found.
+        arrived = [pod for pod in found if pod["metadata"]["uid"] not in planned]
+        todo = _on_cordoned_nodes(client, [p for p in judge_all(arrived, options, claim_zones(client, arrived))
+                                           if p.removes])
         if not todo:
             return runs, states, found

@@ -224,7 +224,7 @@ def move_of(pod, workload, replicas, pdbs, options, one_at_a_time=False, planned
             reason = "single replica"
         else:
             blocking = [pdb["metadata"]["name"] for pdb in selecting if disruptions_allowed(pdb) == 0
-                        and not (planned_eviction and not never_allows_one(pdb))]
+                        and (not planned_eviction or never_allows_one(pdb))]
             if blocking:
                 reason = "PDB %s allows no disruption now" % ", ".join(blocking)
         if reason:
