@@ -44,7 +44,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL, ROTATING_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name, zone_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, is_terminating
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import not_ready_text
@@ -150,14 +150,17 @@ class PlaceholderSet:
         """Delete the placeholders, then the PriorityClass and namespace if ours and no longer used."""
         removed = []
         managed = self._managed_deployments()
-        for deployment in managed:
-            if (deployment["metadata"].get("labels") or {}).get(WARM_SET_LABEL) != self.name:
+        ours = [deployment for deployment in managed
+                if (deployment["metadata"].get("labels") or {}).get(WARM_SET_LABEL) == self.name]
+        # A Deployment deleted in the foreground stays until its pods are gone: deleting it again changes nothing.
+        for deployment in ours:
+            if is_terminating(deployment):
                 continue
             removed.append("Deployment %s/%s" % (self.namespace, deployment["metadata"]["name"]))
             if not check_mode:
                 delete_deployment(self.client, self.namespace, deployment["metadata"]["name"],
                                   {"propagationPolicy": "Foreground"})
-        if len(removed) < len(managed):
+        if len(ours) < len(managed):
             return removed
         klass = read_priority_class(self.client, class_name)
         if klass and (klass["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGER:
