@@ -23,6 +23,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction imp
     choose,
     explain_blocked,
     finished,
+    found_removed,
     hold_what_pdbs_refuse,
     initial_states,
     next_pass_in,
@@ -191,6 +192,12 @@ def test_other_errors_end_the_pod(status, message, outcome, detail):
     assert after_error(state, status, message, False, NOW, random.random,
                        {"ns": [pdb("web"), pdb("api")]}.get)[0] is Attempt.DONE
     assert state.outcome is outcome and state.detail.startswith(detail)
+
+
+def test_a_pod_read_after_a_lost_answer_is_gone_in_flight_or_asked_again():
+    assert found_removed(None) is Outcome.GONE
+    assert found_removed(pod("a", deleting=True)) is Outcome.IN_FLIGHT
+    assert found_removed(pod("a")) is None
 
 
 def test_a_removal_is_in_flight_until_finished_or_done_at_once_when_not_waited_for():

@@ -103,13 +103,12 @@ def evict_pod(client, pod, delete_options=None):
         "deleteOptions": delete_options or {"preconditions": {"uid": metadata["uid"]}}})
 
 
-def is_removed(client, pod):
-    """Whether ``pod`` is gone or being deleted: read before an eviction or deletion whose answer was lost is
-    asked again, so that no pod is evicted twice."""
+def pod_now(client, pod):
+    """``pod`` as it is now, or None when it is gone (or a new pod took its name): read before an eviction or
+    deletion whose answer was lost is asked again, so that no pod is evicted twice."""
     metadata = pod["metadata"]
     current = client.read_or_none(client.core.read_namespaced_pod, metadata["name"], metadata["namespace"])
-    return current is None or current["metadata"].get("uid") != metadata["uid"] or \
-        bool(current["metadata"].get("deletionTimestamp"))
+    return current if current is not None and current["metadata"].get("uid") == metadata["uid"] else None
 
 
 def delete_pod(client, pod, delete_options):

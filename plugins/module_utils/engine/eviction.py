@@ -26,8 +26,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     delete_pod,
     evict_pod,
-    is_removed,
     pdbs_in,
+    pod_now,
     pods_in,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction_waits import EvictionWaits, Owners
@@ -38,6 +38,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction imp
     after_error,
     after_lost_answer,
     choose,
+    found_removed,
     explain_blocked,
     finished,
     hold,
@@ -144,28 +145,35 @@ class EvictionRun:
                 yield asked[done], done.result()
 
     def _request(self, state):
-        """Evict (or delete) one pod, in a worker thread: (whether it had been removed already, the API error or
-        lost answer, or None). A pod whose last answer was lost is read first, so that it is not evicted twice."""
-        if state.uncertain and is_removed(self.client, state.pod):
-            return True, None
+        """Evict (or delete) one pod, in a worker thread: (what a read found of a pod whose last answer was lost,
+        plan.eviction.found_removed, or None when it was asked; the API error or lost answer, or None). A pod whose
+        last answer was lost is read first, so that it is not evicted twice."""
+        if state.uncertain:
+            found = found_removed(pod_now(self.client, state.pod))
+            if found is not None:
+                return found, None
         options = {"preconditions": {"uid": state.uid}}
         if self.settings.grace_period is not None:
             options["gracePeriodSeconds"] = self.settings.grace_period
         try:
             (delete_pod if self._deleting(state) else evict_pod)(self.client, state.pod, options)
         except (ApiException, ConnectionFailed) as exc:
-            return False, exc
-        return False, None
+            return None, exc
+        return None, None
 
     def _deleting(self, state):
         return not state.evicting or self.settings.disable_eviction
 
-    def _answered(self, state, already_removed, error):
+    def _answered(self, state, found, error):
         """What the request made of the pod (plan.eviction.Attempt)."""
-        if not already_removed:
+        if found is None:
             state.attempts += 1
         if error is None:
-            return self._removed(state, self._deleting(state))
+            attempt = self._removed(state, self._deleting(state))
+            if found is Outcome.GONE and state.outcome is Outcome.IN_FLIGHT:
+                # Gone already: its deletion may have been watched before it was in flight, and is not told again.
+                self._finish(state)
+            return attempt
         if isinstance(error, ConnectionFailed):
             return after_lost_answer(state, str(error), self.clock(), self.rng)
         attempt, held = after_error(state, error.status, api_message(error),

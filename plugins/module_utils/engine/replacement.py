@@ -26,11 +26,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     autoscalers_in,
     deployment_of,
     evict_pod,
-    is_removed,
     patch_autoscaler,
     patch_pod,
     patch_workload,
     pdbs_in,
+    pod_now,
     pods_informer,
     read_workload,
     surging_deployments,
@@ -56,6 +56,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import index_label, selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import found_removed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     SURGE,
     Budget,
@@ -211,7 +212,7 @@ class Replacing:
                     evict_pod(self.client, pod)
                 except ConnectionFailed:
                     # Its answer was lost: asked again only if it was not applied, so that it is evicted once.
-                    if not is_removed(self.client, pod):
+                    if found_removed(pod_now(self.client, pod)) is None:
                         self.sleep(1)
                         continue
                 except ApiException as exc:

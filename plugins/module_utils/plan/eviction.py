@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import allowed_now, describe_pdb, pdbs_for
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import eviction_line, pdb_shortfall
 
@@ -263,6 +263,15 @@ def after_lost_answer(state, message, now, rng):
     state.next_try = now + backoff(state.attempts, rng)
     state.detail = "retrying: %s" % message
     return Attempt.RETRY
+
+
+def found_removed(current):
+    """What a read of a pod whose last answer was lost found (``current``: the pod now, None when gone): GONE, when
+    it is no longer there (its deletion may have been seen already by a watch, which will not tell it again),
+    IN_FLIGHT when it is being deleted, None when the request was not applied and is to be asked again."""
+    if current is None:
+        return Outcome.GONE
+    return Outcome.IN_FLIGHT if is_terminating(current) else None
 
 
 def after_error(state, status, message, pdb_refusal, now, rng, pdbs_of):
