@@ -62,6 +62,14 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
     return pods, []
 
 
+def every_node_and_pod(client):
+    """(every node, every pod), the two lists side by side."""
+    nodes, pods = each_at_once(lambda read: read(), [
+        lambda: client.list_all(client.core.list_node),
+        lambda: client.list_all(client.core.list_pod_for_all_namespaces)])
+    return nodes, pods
+
+
 def pods_on_nodes(client, node_names, label_selector=None, field_selector=None):
     """The pods on the nodes ``node_names`` (in every namespace), sorted by node and key: a list per node (a few
     at once) up to NODE_BY_NODE_LISTS nodes, which reads only their pods, beyond that one list of all pods."""
@@ -136,13 +144,9 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
     nodes (``names`` plus those matching ``selector``). With ``karpenter``, Karpenter's NodeClaims and
     NodePools too; with ``karpenter_candidates``, the nodes of the NodeClaims (of ``nodepools``, when
     given) are candidates as well."""
-    nodes = client.list_all(client.core.list_node)
-    known = {node_name(node) for node in nodes}
-    missing = sorted(set(names or ()) - known)
-    if missing:
-        raise NotFound("No node named %s; nothing was planned." % ", ".join(missing))
-    # The other kinds, a few lists at once: a large cluster's pods take most of the time, the rest rides along.
-    pods, claims, pools, selected, pdbs, deployments, stateful_sets, hpas, owners = each_at_once(lambda read: read(), [
+    # Every kind, a few lists at once: a large cluster's pods take most of the time, the rest rides along.
+    reads = [
+        lambda: client.list_all(client.core.list_node),
         lambda: client.list_all(client.core.list_pod_for_all_namespaces),
         lambda: node_claims(client, required=True) if karpenter else [],
         lambda: node_pools(client) if karpenter else [],
@@ -151,7 +155,13 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
         lambda: client.list_all(client.apps.list_deployment_for_all_namespaces),
         lambda: client.list_all(client.apps.list_stateful_set_for_all_namespaces),
         lambda: client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces),
-        lambda: owners_of_replica_sets(client)])
+        lambda: owners_of_replica_sets(client)]
+    nodes, pods, claims, pools, selected, pdbs, deployments, stateful_sets, hpas, owners = each_at_once(
+        lambda read: read(), reads)
+    known = {node_name(node) for node in nodes}
+    missing = sorted(set(names or ()) - known)
+    if missing:
+        raise NotFound("No node named %s; nothing was planned." % ", ".join(missing))
     candidates = set(names or ()) | {node_name(node) for node in selected}
     if karpenter_candidates:
         candidates |= {claim_node(claim) for claim in claims

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import (
     claim_zones,
+    every_node_and_pod,
     pods_on_nodes,
     select_pods,
 )
@@ -77,8 +79,12 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     Raises Blocked when pods are refused (nothing evicted) or evictions
     failed, TimedOut at the deadline; both carry the result.
     """
-    pods, node_names = select_pods(client, selection.nodes, selection.node_selector, selection.namespaces,
-                                   selection.pod_selector, selection.field_selector)
+    steers = bool(avoid_nodes or keep_zones) and not check_mode
+    # The steering needs every node and pod: listed while the drained nodes' pods are, not after them.
+    (pods, node_names), listed = each_at_once(lambda read: read(), [
+        lambda: select_pods(client, selection.nodes, selection.node_selector, selection.namespaces,
+                            selection.pod_selector, selection.field_selector),
+        lambda: every_node_and_pod(client) if steers else None])
     plans = judge_all(pods, options, claim_zones(client, pods))
     result = {"changed": False, "nodes": node_names}
     if refused(plans) and not skip_refused:
@@ -93,7 +99,7 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         return result
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
     with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving,
-                               needs=total_requests(p.pod for p in plans if p.removes)) as steered:
+                               needs=total_requests(p.pod for p in plans if p.removes), listed=listed) as steered:
         runs, states, on_nodes = _evict_with_late_arrivals(client, selection, options, settings, plans, node_names)
     run = runs[-1]
     evictions = sum(each.evictions for each in runs)
