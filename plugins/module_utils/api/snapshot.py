@@ -11,6 +11,8 @@ from collections import namedtuple
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claim_node, claim_pool
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, MANAGER, ZONE_LABEL
@@ -64,9 +66,7 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
 
 def every_node_and_pod(client):
     """(every node, every pod), the two lists side by side."""
-    nodes, pods = each_at_once(lambda read: read(), [
-        lambda: client.list_all(client.core.list_node),
-        lambda: client.list_all(client.core.list_pod_for_all_namespaces)])
+    nodes, pods = each_at_once(lambda read: read(), [lambda: list_nodes(client), lambda: pods_in(client)])
     return nodes, pods
 
 
