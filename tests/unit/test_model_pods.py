@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
+    by_node_and_key,
     claim_names,
     controller_of,
     do_not_disrupt_annotation,
@@ -12,14 +14,30 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
     moved_to,
     node_of,
     pod_key,
+    pods_of_named_nodes,
 )
-from builders import pod
+from builders import node, pod
 
 
 def test_a_pod_is_named_by_namespace_and_name_and_knows_its_node():
     assert pod_key(pod("web-1", namespace="shop")) == "shop/web-1"
     assert node_of(pod(node_name="n7")) == "n7"
     assert node_of({"metadata": {"name": "p"}}) is None
+
+
+def test_pods_of_named_nodes_come_from_the_lists_sorted_by_node_then_key():
+    nodes = [node("n2"), node("n1"), node("n3")]
+    pods = [pod("b", node_name="n2"), pod("a", node_name="n2", namespace="default"), pod("c", node_name="n3"),
+            pod("d", node_name="n1"), pod("pending", node_name=None)]
+    found, names = pods_of_named_nodes(["n2", "n1", "n2"], nodes, pods)
+    assert [pod_key(each) for each in found] == ["ns/d", "default/a", "ns/b"]
+    assert names == ["n1", "n2"]
+    assert sorted(pods, key=by_node_and_key)[0] is pods[4]  # a pod on no node comes first
+
+
+def test_a_name_that_is_no_listed_nodes_is_not_found_and_nothing_changes():
+    with pytest.raises(NotFound, match="^No node named n9, nx; nothing was changed.$"):
+        pods_of_named_nodes(["n1", "nx", "n9"], [node("n1")], [pod(node_name="n1")])
 
 
 def test_the_controller_is_the_owner_reference_marked_controller():

@@ -18,7 +18,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter i
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, MANAGER, ZONE_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, replica_set_owners
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import by_node_and_key, node_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     ONE_AT_A_TIME,
@@ -60,7 +60,7 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
             pods.extend(client.list_all(client.core.list_namespaced_pod, namespace=namespace, **selectors))
     else:
         pods = client.list_all(client.core.list_pod_for_all_namespaces, **selectors)
-    pods.sort(key=lambda pod: (node_of(pod) or "", pod_key(pod)))
+    pods.sort(key=by_node_and_key)
     return pods, []
 
 
@@ -83,7 +83,7 @@ def pods_on_nodes(client, node_names, label_selector=None, field_selector=None):
         pods = [pod for pod in client.list_all(client.core.list_pod_for_all_namespaces, label_selector=label_selector,
                                                field_selector=",".join(fields) or None)
                 if node_of(pod) in wanted]
-    pods.sort(key=lambda pod: (node_of(pod) or "", pod_key(pod)))
+    pods.sort(key=by_node_and_key)
     return pods
 
 

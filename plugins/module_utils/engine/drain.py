@@ -20,7 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering i
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_cordoned, node_name
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key, pods_of_named_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import (
@@ -80,11 +80,7 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     failed, TimedOut at the deadline; both carry the result.
     """
     steers = bool(avoid_nodes or keep_zones) and not check_mode
-    # The steering needs every node and pod: listed while the drained nodes' pods are, not after them.
-    (pods, node_names), listed = each_at_once(lambda read: read(), [
-        lambda: select_pods(client, selection.nodes, selection.node_selector, selection.namespaces,
-                            selection.pod_selector, selection.field_selector),
-        lambda: every_node_and_pod(client) if steers else None])
+    (pods, node_names), listed = _select(client, selection, steers)
     plans = judge_all(pods, options, claim_zones(client, pods))
     result = {"changed": False, "nodes": node_names}
     if refused(plans) and not skip_refused:
@@ -123,6 +119,19 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         raise Blocked("%d pod(s) could not be evicted: %s. %d of %d pods evicted; rerunning continues from here."
                       % (len(failed), reasons, evictions, wanted), result)
     return result
+
+
+def _select(client, selection, steers):
+    """select_pods, and (every node, every pod) for the steering when the drain ``steers`` (else None). The
+    steering's lists are taken while the drained nodes' pods are listed, not after them; a drain of named nodes
+    alone (a rotation's batch) takes its nodes and their pods from those lists instead."""
+    if steers and selection == PodSelection(nodes=selection.nodes) and selection.nodes:
+        listed = every_node_and_pod(client)
+        return pods_of_named_nodes(selection.nodes, *listed), listed
+    return each_at_once(lambda read: read(), [
+        lambda: select_pods(client, selection.nodes, selection.node_selector, selection.namespaces,
+                            selection.pod_selector, selection.field_selector),
+        lambda: every_node_and_pod(client) if steers else None])
 
 
 def _on_cordoned_nodes(client, plans):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import DO_NOT_DISRUPT, SAFE_TO_EVICT
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 # A Go duration ("30m", "1h30m", "90s", "1.5h"), which Karpenter also takes as a do-not-disrupt value.
@@ -23,6 +25,21 @@ def pod_key(pod):
 
 def node_of(pod):
     return (pod.get("spec") or {}).get("nodeName")
+
+
+def by_node_and_key(pod):
+    """The order in which pods are judged and reported: by node, then by "namespace/name"."""
+    return node_of(pod) or "", pod_key(pod)
+
+
+def pods_of_named_nodes(names, nodes, pods):
+    """The pods on the nodes ``names`` (sorted by node and key) and those names (sorted), from ``nodes`` and
+    ``pods``, every node and every pod as listed. A name that is no node's is NotFound, nothing being changed."""
+    wanted = set(names)
+    missing = wanted - {node_name(node) for node in nodes}
+    if missing:
+        raise NotFound("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
+    return sorted((pod for pod in pods if node_of(pod) in wanted), key=by_node_and_key), sorted(wanted)
 
 
 def annotations_of(pod):
