@@ -50,6 +50,11 @@ class PodSelection:
     pod_selector: str | None = None
     field_selector: str | None = None
 
+    @property
+    def only_named_nodes(self):
+        """Whether these are the pods of the nodes named, with nothing else narrowing them."""
+        return bool(self.nodes) and self == PodSelection(nodes=self.nodes)
+
 
 def _outcome(pod_plan):
     if pod_plan.removes:
@@ -125,7 +130,7 @@ def _select(client, selection, steers):
     """select_pods, and (every node, every pod) for the steering when the drain ``steers`` (else None). The
     steering's lists are taken while the drained nodes' pods are listed, not after them; a drain of named nodes
     alone (a rotation's batch) takes its nodes and their pods from those lists instead."""
-    if steers and selection == PodSelection(nodes=selection.nodes) and selection.nodes:
+    if steers and selection.only_named_nodes:
         listed = every_node_and_pod(client)
         return pods_of_named_nodes(selection.nodes, *listed), listed
     return each_at_once(lambda read: read(), [
