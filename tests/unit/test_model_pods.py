@@ -35,7 +35,7 @@ def test_pods_of_named_nodes_come_from_the_lists_sorted_by_node_then_key():
     assert sorted(pods, key=by_node_and_key)[0] is pods[4]  # a pod on no node comes first
 
 
-def test_a_name_that_is_no_listed_nodes_is_not_found_and_nothing_changes():
+def test_a_name_that_no_listed_node_has_is_not_found():
     with pytest.raises(NotFound, match="^No node named n9, nx; nothing was changed.$"):
         pods_of_named_nodes(["n1", "nx", "n9"], [node("n1")], [pod(node_name="n1")])
 

@@ -50,7 +50,7 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
     if nodes or node_selector:
         found, missing = client.read_nodes(nodes, node_selector)
         if missing:
-            raise NotFound("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
+            raise NotFound.nodes(missing)
         node_names = [node_name(node) for node in found]
         return pods_on_nodes(client, node_names, pod_selector, field_selector), node_names
     selectors = {"label_selector": pod_selector, "field_selector": field_selector}

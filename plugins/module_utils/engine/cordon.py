@@ -25,7 +25,7 @@ def apply_cordon(client, names, selector, state, why, taint, force, check_mode, 
     """
     nodes, missing = client.read_nodes(names, selector)
     if missing:
-        raise NotFound("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
+        raise NotFound.nodes(missing)
     who = client.whoami()["username"] if state == "cordoned" else None
     now = now or utc_now()
 

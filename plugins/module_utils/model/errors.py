@@ -27,6 +27,11 @@ class InvalidInput(KubeopsError):
 class NotFound(KubeopsError):
     """The parameters name something that does not exist; nothing was changed."""
 
+    @classmethod
+    def nodes(cls, missing):
+        """The error for the node names ``missing``, which a step was given and no node has."""
+        return cls("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
+
 
 class Blocked(KubeopsError):
     """The cluster refuses the work as asked (pods that cannot move safely, evictions that failed)."""

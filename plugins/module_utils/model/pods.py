@@ -38,7 +38,7 @@ def pods_of_named_nodes(names, nodes, pods):
     wanted = set(names)
     missing = wanted - {node_name(node) for node in nodes}
     if missing:
-        raise NotFound("No node named %s; nothing was changed." % ", ".join(sorted(missing)))
+        raise NotFound.nodes(missing)
     return sorted((pod for pod in pods if node_of(pod) in wanted), key=by_node_and_key), sorted(wanted)
 
 
