@@ -366,13 +366,15 @@ def https_get(url, state, client_cert=True):
 
 
 def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, python=sys.executable, autoscaler=None,
-       api_qps=None, audit=False):
+       api_qps=None, audit=False, node_monitor_grace=None):
     """Start a cluster in ``state_dir``; returns its state (kubeconfig path, ports, pids).
     ``autoscaler`` "karpenter" starts the real Karpenter with a KWOKNodeClass and a NodePool across three zones;
     the test provisioner runs when ``provisioner_pools`` names its pools. ``api_qps`` raises the controller
     manager's and the scheduler's client rate limits (20 and 50 requests a second) for large clusters.
     ``audit`` writes the API server's audit log (``state["audit_log"]``), which the benchmarks read; the tests
-    do without it (with it, a rollout stalled after a second API server restart in one cluster, unexplained)."""
+    do without it (with it, a rollout stalled after a second API server restart in one cluster, unexplained).
+    ``node_monitor_grace`` (seconds) is how long the node lifecycle controller waits for a node's heartbeat before
+    it marks the node and its pods not Ready (its default: 50 s)."""
     if load_state(state_dir):
         raise RuntimeError("a cluster already runs from %s; run down first" % state_dir)
     started = time.monotonic()
@@ -437,6 +439,7 @@ def up(state_dir=DEFAULT_DIR, provisioner_pools=None, die_with_parent=False, pyt
             "--service-account-private-key-file=" + os.path.join(pki, "sa.key"),
             "--root-ca-file=" + os.path.join(pki, "ca.crt"),
             "--use-service-account-credentials=false", "--cluster-name=kubeops-local",
+            *(["--node-monitor-grace-period=%ds" % node_monitor_grace] if node_monitor_grace else []),
         ], die_with_parent)
         processes["kube-scheduler"] = start(state, "kube-scheduler", [
             binary("kube-scheduler"), *common, "--secure-port=%d" % ports["scheduler"],

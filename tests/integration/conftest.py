@@ -116,10 +116,11 @@ def cluster(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def local_control_plane(state_dir):
-    """A local control plane with the test provisioner, in ``state_dir``: yields (Cluster, its state), then stops."""
+def local_control_plane(state_dir, node_monitor_grace=None):
+    """A local control plane with the test provisioner, in ``state_dir``: yields (Cluster, its state), then stops.
+    ``node_monitor_grace``: see cluster.up."""
     state = local_cluster.up(state_dir, provisioner_pools=os.path.join(CLUSTER_DIR, "pools.yaml"),
-                             die_with_parent=True, python=sys.executable)
+                             die_with_parent=True, python=sys.executable, node_monitor_grace=node_monitor_grace)
     try:
         yield Cluster(state["kubeconfig"], local_cluster.binary("kubectl"), True, state_dir), state
     finally:
