@@ -1,6 +1,7 @@
 """A test fixture that plays the cloud for warm-node tests: a tiny autoscaler.
 
-Every second it looks at the pods the scheduler could not place. A pod whose
+Every second it looks at the pods the scheduler could not place (and has not
+nominated a node for, where it preempts a lower priority). A pod whose
 node selector or required node affinity names the pool label (``pool_label``
 of the pools file) and that a pool's labels satisfy makes it create a kwok
 node of that pool, with the pool's labels and capacity, up to the pool's
@@ -95,6 +96,13 @@ def is_unschedulable(pod):
                for condition in (pod.get("status") or {}).get("conditions") or [])
 
 
+def is_preempting(pod):
+    """Whether the scheduler has nominated a node for the pod, where it preempts pods of a lower priority (a warm
+    placeholder): the pod will run there, and Karpenter starts no node for it (IsProvisionable leaves out a pod that
+    IsPreempting)."""
+    return bool((pod.get("status") or {}).get("nominatedNodeName"))
+
+
 def pool_zone_for(pod, pool, pool_label):
     """The zone of ``pool`` (None for a pool without zones) whose node would satisfy the pod, or False."""
     labels = dict(pool["labels"], **{pool_label: pool["name"]})
@@ -112,7 +120,7 @@ def nodes_to_create(pending_pods, pools, pool_label, pool_nodes, now, upcoming_s
     """
     wanted = {}
     for pod in pending_pods:
-        if not is_unschedulable(pod) or not asks_for_pool(pod, pool_label):
+        if not is_unschedulable(pod) or is_preempting(pod) or not asks_for_pool(pod, pool_label):
             continue
         for pool in pools:
             zone = pool_zone_for(pod, pool, pool_label)

@@ -38,6 +38,12 @@ def test_pods_not_yet_judged_unschedulable_are_ignored():
     assert plan([pod({"kubeops.io/pool": "warm"}, status={})]) == {}
 
 
+def test_pods_preempting_on_a_nominated_node_are_ignored():
+    preempting = dict(UNSCHEDULABLE, nominatedNodeName="warm-1")
+    assert plan([pod({"kubeops.io/pool": "warm"}, status=preempting), pod({"kubeops.io/pool": "warm"})]) == {
+        ("warm", None): 1}
+
+
 def test_node_affinity_picks_the_pool_whose_labels_match():
     terms = [{"matchExpressions": [{"key": "kubeops.io/pool", "operator": "Exists"},
                                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}]
