@@ -128,7 +128,7 @@ def template_allocatable(client, template_capacity=None, template_node=None, nod
     if template_node:
         nodes, missing = client.read_nodes([template_node])
         if missing:
-            raise NotFound("No node named %s; nothing was changed." % template_node)
+            raise NotFound.nodes(missing)
         return nodes[0]["status"]["allocatable"], "node %s" % template_node
     selector = labels_text(node_selector)
     nodes = client.list_all(client.core.list_node, label_selector=selector) if selector else []
