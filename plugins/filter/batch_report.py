@@ -27,7 +27,9 @@ options:
     type: int
     required: true
   replaced:
-    description: What M(kubeops.rotation.replace_pods) returned for the batch.
+    description: >-
+      What M(kubeops.rotation.replace_pods) returned for the batch, or RV(kubeops.rotation.evict#module:replaced) of
+      an eviction with O(kubeops.rotation.evict#module:replace_first).
     type: dict
     required: true
   eviction:

@@ -181,6 +181,35 @@ options:
     elements: str
     default: []
     version_added: 0.3.0
+  replace_first:
+    description:
+      - Pods to replace first, before the others are evicted, as M(kubeops.rotation.replace_pods) replaces them
+        (each replacement Ready before its pod goes; a surge a killed run left is finished too, also with no
+        pods), with this call's O(avoid_nodes) and O(keep_zones). This is how the C(kubeops.rotation.rotate_nodes)
+        role moves a batch's pods.
+      - Every pod is listed once for both steps and followed by a watch meanwhile, instead of being listed again
+        by each; RV(replaced) is what M(kubeops.rotation.replace_pods) would return. If the replacement fails,
+        nothing is evicted.
+    type: dict
+    version_added: 0.3.0
+    suboptions:
+      pods:
+        description: The pods to replace, as C(namespace/name); may be empty.
+        type: list
+        elements: str
+        required: true
+      run_id:
+        description: As M(kubeops.rotation.replace_pods)'s O(kubeops.rotation.replace_pods#module:run_id).
+        type: str
+        required: true
+      timeout:
+        description: Seconds for the replacement, before the eviction's own O(timeout). At least 1.
+        type: int
+        default: 900
+      max_concurrent:
+        description: As M(kubeops.rotation.replace_pods)'s O(kubeops.rotation.replace_pods#module:max_concurrent).
+        type: int
+        default: 4
   max_in_flight:
     description:
       - Evicted pods not yet gone, at most, at any time. At least 1.
@@ -326,6 +355,17 @@ nodes:
   type: list
   elements: str
   sample: [ip-10-0-1-5.ec2.internal, ip-10-0-2-7.ec2.internal]
+replaced:
+  description: >-
+    With O(replace_first), what the replacement did: the result M(kubeops.rotation.replace_pods) returns (its
+    RV(kubeops.rotation.replace_pods#module:workloads), RV(kubeops.rotation.replace_pods#module:summary),
+    RV(kubeops.rotation.replace_pods#module:elapsed_seconds), ...), but for its diff and warnings, which are this
+    call's.
+  returned: with O(replace_first)
+  type: dict
+  version_added: 0.3.0
+  sample: {"workloads": [], "gone": [], "finished_left_over": [], "steered_nodes": [], "elapsed_seconds": 0.4,
+           "summary": {"workloads": 0, "pods": 0, "replaced": 0, "gone": 0, "left_over_finished": 0}}
 steered_nodes:
   description: The nodes steered away from with O(keep_zones) or O(avoid_nodes), for the time of the call; empty without them.
   returned: when not in check mode
@@ -334,12 +374,14 @@ steered_nodes:
   version_added: 0.2.0
   sample: [ip-10-0-3-9.ec2.internal]
 elapsed_seconds:
-  description: Wall time of the call.
+  description: Wall time of the eviction (with O(replace_first), after the replacement; RV(replaced) has its own).
   returned: always
   type: float
   sample: 42.7
 diff:
-  description: Each pod evicted or deleted (in check mode, planned to be), with its node before and null after.
+  description: >-
+    Each pod evicted or deleted (in check mode, planned to be), with its node before and null after; with
+    O(replace_first), also each pod replaced.
   returned: when diff mode is on
   type: dict
   sample: {"before": {"shop/web-7d9f-x2k4q": "node-1"}, "after": {"shop/web-7d9f-x2k4q": null}}
@@ -365,7 +407,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     kubernetes_module,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, drain
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import (
+    PodSelection,
+    drain,
+    replace_then_drain,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings, Limits
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
@@ -398,6 +445,12 @@ EVICT_ARGUMENT_SPEC = dict(
     skip_refused=dict(type="bool", default=False),
     keep_zones=dict(type="bool", default=False),
     avoid_nodes=dict(type="list", elements="str", default=[]),
+    replace_first=dict(type="dict", options=dict(
+        pods=dict(type="list", elements="str", required=True),
+        run_id=dict(type="str", required=True),
+        timeout=dict(type="int", default=900),
+        max_concurrent=dict(type="int", default=4),
+    )),
     max_in_flight=dict(type="int"),
     max_per_node=dict(type="int"),
     max_per_namespace=dict(type="int"),
@@ -408,8 +461,8 @@ EVICT_ARGUMENT_SPEC = dict(
 
 
 def validated(params):
-    """(PodSelection, FilterOptions, EvictionSettings) from the parameters, or InvalidInput for parameters
-    that make no sense, before anything is read or changed."""
+    """(PodSelection, FilterOptions, EvictionSettings, ReplaceSettings or None) from the parameters, or
+    InvalidInput for parameters that make no sense, before anything is read or changed."""
     error = first_error(
         names_error("nodes", params["nodes"], "node"),
         selector_error("node_selector", params["node_selector"]),
@@ -438,7 +491,8 @@ def validated(params):
                                 wait_for_replacements=params["wait_for_replacements"],
                                 grace_period=params["grace_period"], disable_eviction=params["disable_eviction"],
                                 limits=limits, reason=params["reason"] or "")
-    return selection, options, settings
+    replacing = params["replace_first"] and ReplaceSettings.from_params(params["replace_first"], "replace_first.")
+    return selection, options, settings, replacing or None
 
 
 def main():
@@ -448,9 +502,12 @@ def main():
         module.warn("disable_eviction is on: pods are deleted, bypassing their PodDisruptionBudgets.")
 
     def evict(client, settings):
-        selection, options, eviction = settings
-        return drain(client, selection, options, eviction, module.params["skip_refused"], module.check_mode,
-                     module.params["keep_zones"], tuple(module.params["avoid_nodes"]))
+        selection, options, eviction, replacing = settings
+        moving = (selection, options, eviction, module.params["skip_refused"], module.check_mode,
+                  module.params["keep_zones"], tuple(module.params["avoid_nodes"]))
+        if replacing is None:
+            return drain(client, *moving)
+        return replace_then_drain(client, replacing, *moving)
 
     run_module(module, evict, validated)
 

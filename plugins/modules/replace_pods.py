@@ -231,28 +231,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     run_module,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings, replace_pods
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    names_error,
-    number_error,
-    pod_keys_error,
-    text_error,
-)
-
-
-def validated(params):
-    error = first_error(
-        pod_keys_error("pods", params["pods"]),
-        text_error("run_id", params["run_id"], optional=False),
-        names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
-        number_error("timeout", params["timeout"], 1),
-        number_error("max_concurrent", params["max_concurrent"], 1))
-    if error:
-        raise InvalidInput(error)
-    return ReplaceSettings(pods=tuple(params["pods"]), run_id=params["run_id"].strip(), timeout=params["timeout"],
-                           avoid_nodes=tuple(params["avoid_nodes"]), keep_zones=params["keep_zones"],
-                           max_concurrent=params["max_concurrent"])
 
 
 def main():
@@ -267,7 +245,8 @@ def main():
             max_concurrent=dict(type="int", default=4),
         ),
     )
-    run_module(module, lambda client, settings: replace_pods(client, settings, module.check_mode), validated)
+    run_module(module, lambda client, settings: replace_pods(client, settings, module.check_mode),
+               ReplaceSettings.from_params)
 
 
 if __name__ == "__main__":

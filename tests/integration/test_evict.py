@@ -309,3 +309,33 @@ def test_diff_mode_shows_the_pods_that_leave_and_the_restart_stamp(cluster, name
     done = run_play([evict])
     assert done.rc == 0, done
     assert done.steps[0]["diff"]["before"] == {key: old for key in keys}
+
+
+def test_replace_first_replaces_the_pods_given_then_evicts_the_rest_in_one_call(
+        cluster, namespace, make_nodes, run_play, test_id):
+    (old,) = make_nodes(1, prefix="old")
+    pinned = {TEST_LABEL: test_id}
+    cluster.apps.create_namespaced_deployment(namespace, deployment(
+        "stateful", 1, pinned, annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 2, pinned))
+    (stateful,) = wait_until(lambda: running_pods(cluster, namespace, "app=stateful", 1), 60, "stateful on old")
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", 2), 60, "web on the old node")
+    (new,) = make_nodes(1, prefix="new")
+    cluster.kubectl("cordon", old)
+    key = "%s/%s" % (namespace, stateful.metadata.name)
+    before = eviction_requests(cluster)
+
+    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 120,
+                                                 "replace_first": {"pods": [key], "run_id": test_id}}, "diff": True}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    assert step["replaced"]["summary"]["replaced"] == 1 and step["replaced"]["workloads"][0]["replaced"] == [key]
+    # The replaced pod is found on the node only while it terminates: then the eviction waits for it to be gone.
+    assert sorted((workload_name(e), e["outcome"]) for e in step["pods"] if workload_name(e) == "web") == [
+        ("web", "evicted"), ("web", "evicted")]
+    assert all(e["outcome"] == "gone" for e in step["pods"] if workload_name(e) == "stateful")
+    assert evictions_since(cluster, before) == 2, "the do-not-disrupt pod was surged, not evicted"
+    assert step["remaining"] == [] and pods_on(cluster, namespace, old) == []
+    moved = running_pods(cluster, namespace, "app=stateful", 1)
+    assert moved and moved[0].metadata.uid != stateful.metadata.uid and moved[0].spec.node_name == new
+    assert step["diff"]["before"][key] == old and len(step["diff"]["before"]) == 3

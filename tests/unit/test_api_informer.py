@@ -1,12 +1,22 @@
 """api.watch.Informer, the one way the collection watches: a list, then a watch, listed again when the watch
-expired or broke. The API server's list and watch are stood in for by scripts of their answers."""
+expired or broke; and Followed, an Informer kept current by a thread. The API server's list and watch are stood in
+for by scripts of their answers."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api import watch as watch_module
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED, Informer, WatchExpired
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
+    RELISTED,
+    Followed,
+    Informer,
+    WatchExpired,
+)
 
 
 def obj(uid, version, ready=False):
@@ -110,3 +120,44 @@ def test_changes_counts_each_list_and_each_event_but_no_bookmark_even_when_the_v
     assert informer.wait(until, deadline=float("inf"))
     assert seen == [(1, "10"), (2, "11"), (3, "12"), (4, "13"), (5, "20")]
     assert informer.start_from("20", informer.objects).changes == 6
+
+
+class HeldWatches:
+    """Watch streams for a Followed Informer's thread: each yields its events, then waits until released."""
+
+    def __init__(self, monkeypatch, *streams):
+        self.streams = list(streams)
+        self.release = threading.Event()
+        monkeypatch.setattr(watch_module, "watch", self.watch)
+
+    def watch(self, _list_method, _version, _timeout, **_kwargs):
+        events, failure = self.streams.pop(0) if self.streams else ([], None)
+        yield from events
+        if failure:
+            raise failure
+        self.release.wait(5)
+
+
+def eventually(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_followed_lists_once_and_its_thread_keeps_what_it_holds_current(monkeypatch):
+    held = HeldWatches(monkeypatch, ([("ADDED", obj("b", 11)), ("DELETED", obj("a", 12))], None))
+    lists = Lists(([obj("a", 9)], "10"))
+    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+        assert eventually(lambda: followed.snapshot() == ("12", {"b": obj("b", 11)}))
+        assert followed.objects() == [obj("b", 11)] and lists.calls == 1
+    held.release.set()
+    assert eventually(lambda: not followed._thread.is_alive()), "the thread ends once its block has"
+
+
+def test_followed_lists_again_on_each_read_once_its_watch_failed(monkeypatch):
+    HeldWatches(monkeypatch, ([], ConnectionFailed("the API server is gone")))
+    lists = Lists(([obj("a", 9)], "10"), ([obj("b", 19)], "20"))
+    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+        assert eventually(lambda: not followed._thread.is_alive())
+        assert followed.snapshot() == ("20", {"b": obj("b", 19)}) and lists.calls == 2

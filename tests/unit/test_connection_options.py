@@ -206,8 +206,23 @@ def test_evict_takes_k8s_drains_names_for_the_timeout_and_the_grace_period(monke
     spec, kwargs = module_spec(monkeypatch, evict)
     params = validated({"nodes": ["n1"], "wait_timeout": 120, "terminate_grace_period": 30}, spec, **kwargs)
     assert (params["timeout"], params["grace_period"]) == (120, 30)
-    selection, options, settings = evict.validated(params)
-    assert (settings.timeout, settings.grace_period) == (120, 30)
+    selection, options, settings, replacing = evict.validated(params)
+    assert (settings.timeout, settings.grace_period, replacing) == (120, 30, None)
+
+
+def test_evict_takes_the_pods_to_replace_first_with_replace_pods_defaults(monkeypatch):
+    spec, kwargs = module_spec(monkeypatch, evict)
+    params = validated({"nodes": ["n1"], "replace_first": {"pods": ["shop/db-0"], "run_id": " r1 "}}, spec, **kwargs)
+    replacing = evict.validated(params)[3]
+    assert (replacing.pods, replacing.run_id, replacing.timeout, replacing.max_concurrent) == (("shop/db-0",), "r1",
+                                                                                               900, 4)
+
+
+def test_evict_refuses_a_pod_to_replace_first_that_is_no_pod_key_by_its_option(monkeypatch):
+    spec, kwargs = module_spec(monkeypatch, evict)
+    params = validated({"nodes": ["n1"], "replace_first": {"pods": ["db-0"], "run_id": "r1"}}, spec, **kwargs)
+    with pytest.raises(InvalidInput, match="replace_first.pods"):
+        evict.validated(params)
 
 
 def test_evict_refuses_k8s_drains_zero_timeout_by_the_options_name(monkeypatch):

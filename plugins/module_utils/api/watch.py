@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
 
 try:
     import urllib3
@@ -81,21 +82,31 @@ class Informer:
         self.version = None
         self.changes = 0
         self.last_change = None
+        # Held while the objects change, so that another thread reads them whole (Followed).
+        self.lock = threading.Lock()
 
     def start_from(self, version, objects=None):
         """Watch from ``version`` without listing first, knowing ``objects`` ({uid: object}) so far."""
-        self.version = version
-        self.objects = dict(objects or {})
-        self.changes += 1
-        self.last_change = None
+        with self.lock:
+            self.version = version
+            self.objects = dict(objects or {})
+            self.changes += 1
+            self.last_change = None
         return self
 
     def relist(self):
-        items, self.version = self.client.list_with_version(self.list_method, **self.kwargs)
-        self.objects = {item["metadata"]["uid"]: item for item in items}
-        self.changes += 1
-        self.last_change = None
+        items, version = self.client.list_with_version(self.list_method, **self.kwargs)
+        with self.lock:
+            self.version = version
+            self.objects = {item["metadata"]["uid"]: item for item in items}
+            self.changes += 1
+            self.last_change = None
         return self.objects
+
+    def snapshot(self):
+        """(resourceVersion, {uid: object}) as of one moment, also while another thread watches."""
+        with self.lock:
+            return self.version, dict(self.objects or {})
 
     def wait(self, until, deadline, ended=None):
         """What ``until(objects, change)`` returns, once it is true or ``deadline`` (of the clock) passed.
@@ -119,15 +130,16 @@ class Informer:
                 for event_type, obj in watch(self.list_method, self.version, remaining, **self.kwargs):
                     quiet = False
                     metadata = obj.get("metadata") or {}
-                    self.version = metadata.get("resourceVersion") or self.version
-                    if event_type == "BOOKMARK":
-                        continue
-                    if event_type == "DELETED":
-                        self.objects.pop(metadata.get("uid"), None)
-                    else:
-                        self.objects[metadata.get("uid")] = obj
-                    self.changes += 1
-                    self.last_change = (metadata.get("uid"), None if event_type == "DELETED" else obj)
+                    with self.lock:
+                        self.version = metadata.get("resourceVersion") or self.version
+                        if event_type == "BOOKMARK":
+                            continue
+                        if event_type == "DELETED":
+                            self.objects.pop(metadata.get("uid"), None)
+                        else:
+                            self.objects[metadata.get("uid")] = obj
+                        self.changes += 1
+                        self.last_change = (metadata.get("uid"), None if event_type == "DELETED" else obj)
                     answer = until(self.objects, (event_type, obj))
                     if answer:
                         return answer
@@ -139,6 +151,54 @@ class Informer:
                     return answer
         return answer
 
+
+class Followed:
+    """An Informer listed once and kept current by a thread that watches it while the ``with`` block runs (up to
+    ``deadline`` of its clock), so that the steps of one move read what it holds at any moment instead of listing it
+    again each. Should the thread fail (its watch refused), a read lists again in the caller's thread."""
+
+    def __init__(self, informer, deadline):
+        self.informer = informer
+        self.deadline = deadline
+        self._stopped = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        self.informer.relist()
+        self._thread = threading.Thread(target=self._follow, name="followed-informer", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc):
+        # Not joined: the thread sees this at its next event or at the end of its watch, and holds nothing.
+        self._stopped.set()
+
+    def _follow(self):
+        clock = self.informer.clock
+        try:
+            while not self._stopped.is_set() and clock() < self.deadline:
+                opened = clock()
+                self.informer.wait(lambda _objects, _change: self._stopped.is_set(),
+                                   min(self.deadline, opened + FOLLOW_WATCH_SECONDS), ended=lambda _s, _q: True)
+                if clock() - opened < 1:
+                    # A watch that ends at once (a proxy's timeout) is not opened again and again: reads list instead.
+                    return
+        except (ApiException, ConnectionFailed):
+            # A read lists again instead (snapshot).
+            return
+
+    def snapshot(self):
+        """(resourceVersion, {uid: object}) as followed until now."""
+        if not self._thread.is_alive():
+            self.informer.relist()
+        return self.informer.snapshot()
+
+    def objects(self):
+        return list(self.snapshot()[1].values())
+
+
+# A followed Informer's watch is opened again this often, so that its thread ends soon after its block.
+FOLLOW_WATCH_SECONDS = 30
 
 # The change an Informer passes to ``until`` after listing again: anything may have changed.
 RELISTED = ("RELISTED", None)

@@ -6,19 +6,24 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import (
     claim_zones,
     every_node_and_pod,
     pods_on_nodes,
     select_pods,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Followed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_informer
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import replace_pods
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_cordoned, node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key, pods_of_named_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
@@ -73,19 +78,51 @@ def _removed(entries, outcomes):
                       for entry in entries if entry["outcome"] in outcomes)
 
 
+def replace_then_drain(client, replacing, selection, options, settings, skip_refused=False, check_mode=False,
+                       keep_zones=False, avoid_nodes=(), clock=time.monotonic):
+    """The pods ``replacing`` (engine.replacement.ReplaceSettings) replaced first, then the rest drained, as
+    replace_pods and drain do one after the other, with every pod listed once for both and followed meanwhile
+    (api.watch.Followed), not listed again by each. Returns drain's result with ``replaced``, replace_pods'; an
+    error of either carries what was done so far the same way."""
+    replacing = replace(replacing, avoid_nodes=tuple(avoid_nodes), keep_zones=keep_zones)
+    with Followed(pods_informer(client), clock() + replacing.timeout + settings.timeout) as every_pod:
+        try:
+            replaced = replace_pods(client, replacing, check_mode, every_pod=every_pod)
+        except KubeopsError as exc:
+            exc.result = _with_replaced({"changed": False}, exc.result)
+            raise
+        try:
+            result = drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes,
+                           every_pod=every_pod)
+        except KubeopsError as exc:
+            exc.result = _with_replaced(exc.result, replaced)
+            raise
+    return _with_replaced(result, replaced)
+
+
+def _with_replaced(result, replaced):
+    """Drain's ``result`` with replace_pods' as ``replaced``: changed if either changed, one diff, its warnings."""
+    replaced = dict(replaced)
+    evicted = result.get("diff") or {"before": {}, "after": {}}
+    moved = replaced.pop("diff", None) or {"before": {}, "after": {}}
+    return dict(result, replaced=replaced, warnings=replaced.pop("warnings", []),
+                changed=bool(result.get("changed") or replaced.get("changed")),
+                diff={side: {**moved[side], **evicted[side]} for side in ("before", "after")})
+
+
 def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,
-          avoid_nodes=()):
+          avoid_nodes=(), every_pod=None):
     """Select, judge and (unless ``check_mode``) evict; returns the result.
 
     While the pods leave, the replacements are kept off ``avoid_nodes`` and, with ``keep_zones``, steered
     away from the nodes outside the zones of the selected nodes, so that they stay in their zone where it
-    has room (engine.steering).
+    has room (engine.steering). With ``every_pod`` (api.watch.Followed), the steering reads every pod from it.
 
     Raises Blocked when pods are refused (nothing evicted) or evictions
     failed, TimedOut at the deadline; both carry the result.
     """
     steers = bool(avoid_nodes or keep_zones) and not check_mode
-    (pods, node_names), listed = _select(client, selection, steers)
+    (pods, node_names), listed = _select(client, selection, steers, every_pod)
     plans = judge_all(pods, options, claim_zones(client, pods))
     result = {"changed": False, "nodes": node_names}
     if refused(plans) and not skip_refused:
@@ -126,10 +163,16 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     return result
 
 
-def _select(client, selection, steers):
+def _select(client, selection, steers, every_pod=None):
     """select_pods, and (every node, every pod) for the steering when the drain ``steers`` (else None). The
     steering's lists are taken while the drained nodes' pods are listed, not after them; a drain of named nodes
-    alone (a rotation's batch) takes its nodes and their pods from those lists instead."""
+    alone (a rotation's batch) takes its nodes and their pods from those lists instead. With ``every_pod``
+    (api.watch.Followed), every pod is read from it, and the drained nodes' pods are still listed: what is
+    followed may be an event behind the step before, which a pod to judge must not be."""
+    if steers and selection.only_named_nodes and every_pod is not None:
+        nodes, pods = each_at_once(lambda read: read(), [
+            lambda: list_nodes(client), lambda: pods_on_nodes(client, selection.nodes)])
+        return pods_of_named_nodes(selection.nodes, nodes, pods), (nodes, every_pod.objects())
     if steers and selection.only_named_nodes:
         listed = every_node_and_pod(client)
         return pods_of_named_nodes(selection.nodes, *listed), listed

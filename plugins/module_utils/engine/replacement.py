@@ -39,6 +39,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import ProgressParts
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, InvalidInput, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    number_error,
+    pod_keys_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     DELETION_COST,
     LEAVING_ANNOTATION,
@@ -95,6 +102,22 @@ class ReplaceSettings:
     keep_zones: bool = False
     max_concurrent: int = 4
 
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from a module's parameters (replace_pods', or evict's ``replace_first``, whose names
+        ``prefix`` gives in errors), or InvalidInput before anything is read."""
+        error = first_error(
+            pod_keys_error(prefix + "pods", params["pods"]),
+            text_error(prefix + "run_id", params["run_id"], optional=False),
+            names_error("avoid_nodes", params.get("avoid_nodes") or None, "node"),
+            number_error(prefix + "timeout", params["timeout"], 1),
+            number_error(prefix + "max_concurrent", params["max_concurrent"], 1))
+        if error:
+            raise InvalidInput(error)
+        return cls(pods=tuple(params["pods"]), run_id=params["run_id"].strip(), timeout=params["timeout"],
+                   avoid_nodes=tuple(params.get("avoid_nodes") or ()), keep_zones=bool(params.get("keep_zones")),
+                   max_concurrent=params["max_concurrent"])
+
 
 @dataclass
 class WorkloadReplacement:
@@ -128,21 +151,30 @@ class Replacing:
     namespaces' pods and PDBs as they change and waits on them, and replaces the pods of StatefulSets and Recreate
     Deployments one at a time (Surge scales the other Deployments)."""
 
-    def __init__(self, client, run_id, deadline, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, client, run_id, deadline, clock=time.monotonic, sleep=time.sleep, every_pod=None):
         self.client = client
         self.run_id = run_id
         self.deadline = deadline
         self.clock = clock
         self.sleep = sleep
+        self.every_pod = every_pod
         self._pods = {}
         self._pdbs = {}
         # What each workload replaced now waits for (namespaces run at once).
         self.progress = ProgressParts("replacing first")
 
     def pods(self, namespace):
+        """The Informer of the namespace's pods: listed, or taken from ``every_pod`` (api.watch.Followed) when the
+        caller follows every pod, and watched from there."""
         if namespace not in self._pods:
-            self._pods[namespace] = pods_informer(self.client, namespace)
-            self._pods[namespace].relist()
+            informer = pods_informer(self.client, namespace)
+            if self.every_pod is None:
+                informer.relist()
+            else:
+                version, objects = self.every_pod.snapshot()
+                informer.start_from(version, {uid: pod for uid, pod in objects.items()
+                                              if pod["metadata"].get("namespace") == namespace})
+            self._pods[namespace] = informer
         return self._pods[namespace]
 
     def budgets(self, namespace, template_labels, mine):
@@ -468,11 +500,12 @@ def _workloads_of(client, pods, asked):
     return groups, sorted(set(asked) - set(found))
 
 
-def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
+def replace_pods(client, settings, check_mode=False, clock=time.monotonic, every_pod=None):
     """Replace the pods ``settings.pods`` ("namespace/name"), replacement first; finish first any surge a killed
-    run left. Raises TimedOut or Blocked carrying the result."""
+    run left. With ``every_pod`` (api.watch.Followed), every pod is read from it, not listed. Raises TimedOut or
+    Blocked carrying the result."""
     started = clock()
-    replacing = Replacing(client, settings.run_id, started + settings.timeout, clock)
+    replacing = Replacing(client, settings.run_id, started + settings.timeout, clock, every_pod=every_pod)
     asked = set(settings.pods)
     pods = []
     for namespace in sorted({key.split("/", 1)[0] for key in asked}):
@@ -502,7 +535,8 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic):
         finished = [surge.finish_left_over(obj) for obj in left_over]
         with steering_while_moving(client, settings.avoid_nodes if progresses else (),
                                    nodes if settings.keep_zones else (), request, leaving,
-                                   total_requests(pod for pod in pods if pod_key(pod) in asked)) as steered:
+                                   total_requests(pod for pod in pods if pod_key(pod) in asked),
+                                   every_pod=every_pod) as steered:
             errors = _run_by_namespace(replacing, surge, progresses, settings.max_concurrent, clock)
     else:
         steered = []

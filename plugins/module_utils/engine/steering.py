@@ -54,7 +54,7 @@ def clear_steering(client, names):
 
 @contextlib.contextmanager
 def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None, leaving=(), needs=None,
-                          listed=None):
+                          listed=None, every_pod=None):
     """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
     yields the steered node names. On the Ready, uncordoned nodes only:
 
@@ -72,7 +72,8 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     are removed first. With ``needs`` (the summed requests of the pods that move), the other zones' nodes
     carry NoSchedule instead when the zones kept are warmed with room for them (strict_when_warmed). One list
     of the nodes (and one of the pods, with ``request``) serves it all, or ``listed`` (every node, every pod)
-    when the caller listed them already; with neither nodes to avoid nor zones to keep nothing is read or steered.
+    when the caller listed them already, or ``every_pod`` (api.watch.Followed) when the caller follows them; with
+    neither nodes to avoid nor zones to keep nothing is read or steered.
     """
     if not avoid_nodes and not keep_zones_of:
         yield []
@@ -80,7 +81,7 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     nodes = listed[0] if listed else list_nodes(client)
     effects = steering_while_moving_effects(nodes, avoid_nodes, keep_zones_of)
     if request and effects:
-        pods = listed[1] if listed else pods_in(client)
+        pods = listed[1] if listed else every_pod.objects() if every_pod else pods_in(client)
         effects = strict_when_warmed(with_room(effects, nodes, pods, request, leaving), nodes, pods, keep_zones_of,
                                      needs, leaving)
     left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
