@@ -72,8 +72,8 @@ test case per task run with its duration and its result):
                warm_nodes, of the replacement (evict's replaced; before, replace_pods') and of the eviction,
                each measured inside the module from the start of that part to its end, i.e. waiting by watch
                for the placeholders to run, the rollouts to be done and the evicted pods to be gone (their own
-               requests are in it, milliseconds each); retiring does not wait here (the provisioner's nodes have no NodeClaim: rotation_state deletes the Node
-               objects and returns)
+               requests are in it, milliseconds each); retiring does not wait here (the provisioner's nodes
+               have no NodeClaim: rotation_state deletes the Node objects and returns)
   overhead     the report's seconds of the batch (from its first task, which notes the time, to its report
                task: check, cordon, move, retire) minus waiting: ansible-playbook running each task
                (templating, a fork, shipping the module, a Python that imports the kubernetes client and
