@@ -108,7 +108,9 @@ def test_rotation_plan_selects_the_nodes_whose_nodeclaims_drifted(karpenter_clus
     karpenter_kit.drift(drifting)
     drifted = {claim["status"]["nodeName"]: claim["metadata"]["name"] for claim in karpenter_kit.claims(drifting)}
     steady_nodes = {node.metadata.name for node in karpenter_kit.nodes(steady)}
-    assert len(drifted) == 2 and len(steady_nodes) == 2
+    # Karpenter may launch a node more than the pods need (a third one, seen once in CI); it drifts no more than the
+    # others, so the plan must leave it out too.
+    assert len(drifted) == 2 and len(steady_nodes) >= 2
     assert not any(KarpenterDemo.drifted(claim) for claim in karpenter_kit.claims(steady))
 
     result = play(karpenter_cluster, tmp_path, [
