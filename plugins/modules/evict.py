@@ -491,8 +491,9 @@ def validated(params):
                                 wait_for_replacements=params["wait_for_replacements"],
                                 grace_period=params["grace_period"], disable_eviction=params["disable_eviction"],
                                 limits=limits, reason=params["reason"] or "")
-    replacing = params["replace_first"] and ReplaceSettings.from_params(params["replace_first"], "replace_first.")
-    return selection, options, settings, replacing or None
+    replacing = (ReplaceSettings.from_params(params["replace_first"], "replace_first.")
+                 if params["replace_first"] is not None else None)
+    return selection, options, settings, replacing
 
 
 def main():
