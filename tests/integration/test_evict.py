@@ -325,9 +325,12 @@ def test_replace_first_replaces_the_pods_given_then_evicts_the_rest_in_one_call(
     key = "%s/%s" % (namespace, stateful.metadata.name)
     before = eviction_requests(cluster)
 
-    play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 120,
-                                                 "replace_first": {"pods": [key], "run_id": test_id}}, "diff": True}])
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        play = run_play([{"kubeops.rotation.evict": {"nodes": [old], "timeout": 120,
+                                                     "replace_first": {"pods": [key], "run_id": test_id}},
+                          "diff": True}])
     assert play.rc == 0, play
+    assert watcher.min_ready["stateful"] == 1, "its replacement was Ready before it went"
     step = play.steps[0]
     assert step["replaced"]["summary"]["replaced"] == 1 and step["replaced"]["workloads"][0]["replaced"] == [key]
     # The replaced pod is found on the node only while it terminates: then the eviction waits for it to be gone.
