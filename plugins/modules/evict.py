@@ -181,6 +181,56 @@ options:
     elements: str
     default: []
     version_added: 0.3.0
+  warm_first:
+    description:
+      - Nodes to warm first, before any pod moves, as M(kubeops.rotation.warm_nodes) warms them (placeholders
+        that hold a node each, and a wait until they run on Ready nodes; the placeholders stay for a later
+        M(kubeops.rotation.warm_nodes) with O(kubeops.rotation.warm_nodes#module:state=absent) to release).
+        This is how the C(kubeops.rotation.rotate_nodes) role warms a batch's nodes.
+      - Every pod is listed while the nodes warm, for the steps after it; RV(warmed) is what
+        M(kubeops.rotation.warm_nodes) would return. If the warming fails, nothing is moved.
+      - Give O(warm_first.count) or O(warm_first.zones); its values are checked as M(kubeops.rotation.warm_nodes)
+        checks them, before any request.
+    type: dict
+    version_added: 0.3.0
+    suboptions:
+      name:
+        description: As M(kubeops.rotation.warm_nodes)'s O(kubeops.rotation.warm_nodes#module:name).
+        type: str
+        default: warm-nodes
+      namespace:
+        description: As M(kubeops.rotation.warm_nodes)'s O(kubeops.rotation.warm_nodes#module:namespace).
+        type: str
+        default: kubeops-warm
+      count:
+        description: Number of warm nodes wanted, 0 or more.
+        type: int
+      zones:
+        description: Instead of O(warm_first.count), the warm nodes wanted per zone, as
+          M(kubeops.rotation.warm_nodes)'s O(kubeops.rotation.warm_nodes#module:zones).
+        type: list
+        elements: dict
+        suboptions:
+          zone:
+            description: The zone (C(topology.kubernetes.io/zone)); empty or null for any zone.
+            type: str
+          count:
+            description: Warm nodes wanted in the zone, 0 or more.
+            type: int
+            required: true
+      node_selector:
+        description: As M(kubeops.rotation.warm_nodes)'s O(kubeops.rotation.warm_nodes#module:node_selector).
+        type: dict
+        default: {}
+      exclude_nodes:
+        description: As M(kubeops.rotation.warm_nodes)'s O(kubeops.rotation.warm_nodes#module:exclude_nodes).
+        type: list
+        elements: str
+        default: []
+      timeout:
+        description: Seconds for the warming, before the other steps' own. At least 1.
+        type: int
+        default: 600
   replace_first:
     description:
       - Pods to replace first, before the others are evicted, as M(kubeops.rotation.replace_pods) replaces them
@@ -272,6 +322,26 @@ EXAMPLES = r"""
     namespaces: [batch]
     pod_selector: tier=worker
     skip_refused: true
+
+- name: Move a batch's pods in one call - warm two nodes of the new pool, surge the do-not-disrupt pod, evict the rest
+  kubeops.rotation.evict:
+    warm_first:
+      name: rotation-r1
+      count: 2
+      node_selector: {karpenter.sh/nodepool: general-v2}
+      exclude_nodes: "{{ old_nodes }}"
+    replace_first:
+      pods: [shop/ledger-0]
+      run_id: r1
+    nodes: "{{ batch_nodes }}"
+    avoid_nodes: "{{ old_nodes }}"
+    keep_zones: true
+  register: moved
+
+- name: Release the warm nodes' placeholders once the pods have moved
+  kubeops.rotation.warm_nodes:
+    name: rotation-r1
+    state: absent
 """
 
 RETURN = r"""
@@ -355,6 +425,16 @@ nodes:
   type: list
   elements: str
   sample: [ip-10-0-1-5.ec2.internal, ip-10-0-2-7.ec2.internal]
+warmed:
+  description: >-
+    With O(warm_first), what the warming did: the result M(kubeops.rotation.warm_nodes) returns (its
+    RV(kubeops.rotation.warm_nodes#module:nodes), RV(kubeops.rotation.warm_nodes#module:action),
+    RV(kubeops.rotation.warm_nodes#module:elapsed_seconds), ...).
+  returned: with O(warm_first)
+  type: dict
+  version_added: 0.3.0
+  sample: {"name": "rotation-7f3a", "namespace": "kubeops-warm", "action": "created", "count": 2,
+           "nodes": ["ip-10-0-4-2.ec2.internal", "ip-10-0-5-8.ec2.internal"], "elapsed_seconds": 48.1}
 replaced:
   description: >-
     With O(replace_first), what the replacement did: the result M(kubeops.rotation.replace_pods) returns (its
@@ -374,7 +454,9 @@ steered_nodes:
   version_added: 0.2.0
   sample: [ip-10-0-3-9.ec2.internal]
 elapsed_seconds:
-  description: Wall time of the eviction (with O(replace_first), after the replacement; RV(replaced) has its own).
+  description: >-
+    Wall time of the eviction (with O(warm_first) or O(replace_first), after them; RV(warmed) and RV(replaced) have
+    their own).
   returned: always
   type: float
   sample: 42.7
@@ -407,12 +489,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     kubernetes_module,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import (
-    PodSelection,
-    drain,
-    replace_then_drain,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, move
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings, Limits
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
@@ -445,6 +524,19 @@ EVICT_ARGUMENT_SPEC = dict(
     skip_refused=dict(type="bool", default=False),
     keep_zones=dict(type="bool", default=False),
     avoid_nodes=dict(type="list", elements="str", default=[]),
+    warm_first=dict(type="dict", mutually_exclusive=[["count", "zones"]], required_one_of=[["count", "zones"]],
+                    options=dict(
+                        name=dict(type="str", default="warm-nodes"),
+                        namespace=dict(type="str", default="kubeops-warm"),
+                        count=dict(type="int"),
+                        zones=dict(type="list", elements="dict", options=dict(
+                            zone=dict(type="str"),
+                            count=dict(type="int", required=True),
+                        )),
+                        node_selector=dict(type="dict", default={}),
+                        exclude_nodes=dict(type="list", elements="str", default=[]),
+                        timeout=dict(type="int", default=600),
+                    )),
     replace_first=dict(type="dict", options=dict(
         pods=dict(type="list", elements="str", required=True),
         run_id=dict(type="str", required=True),
@@ -461,7 +553,8 @@ EVICT_ARGUMENT_SPEC = dict(
 
 
 def validated(params):
-    """(PodSelection, FilterOptions, EvictionSettings, ReplaceSettings or None) from the parameters, or
+    """(PodSelection, FilterOptions, EvictionSettings, WarmSettings or None, ReplaceSettings or None) from the
+    parameters, or
     InvalidInput for parameters that make no sense, before anything is read or changed."""
     error = first_error(
         names_error("nodes", params["nodes"], "node"),
@@ -491,9 +584,10 @@ def validated(params):
                                 wait_for_replacements=params["wait_for_replacements"],
                                 grace_period=params["grace_period"], disable_eviction=params["disable_eviction"],
                                 limits=limits, reason=params["reason"] or "")
+    warming = WarmSettings.from_params(params["warm_first"], "warm_first.") if params["warm_first"] else None
     replacing = (ReplaceSettings.from_params(params["replace_first"], "replace_first.")
                  if params["replace_first"] is not None else None)
-    return selection, options, settings, replacing
+    return selection, options, settings, warming, replacing
 
 
 def main():
@@ -503,12 +597,10 @@ def main():
         module.warn("disable_eviction is on: pods are deleted, bypassing their PodDisruptionBudgets.")
 
     def evict(client, settings):
-        selection, options, eviction, replacing = settings
+        selection, options, eviction, warming, replacing = settings
         moving = (selection, options, eviction, module.params["skip_refused"], module.check_mode,
                   module.params["keep_zones"], tuple(module.params["avoid_nodes"]))
-        if replacing is None:
-            return drain(client, *moving)
-        return replace_then_drain(client, replacing, *moving)
+        return move(client, *moving, warming=warming, replacing=replacing)
 
     run_module(module, evict, validated)
 

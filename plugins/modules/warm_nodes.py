@@ -336,63 +336,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     run_module,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings, ensure_warm_nodes
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    labels_error,
-    names_error,
-    number_error,
-    quantities_error,
-    text_error,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
-
-
-def zones_error(zones):
-    """Why the zones option is refused: empty, a count below 0, or a zone named twice."""
-    if zones is None:
-        return None
-    if not zones:
-        return "zones is empty: give at least one zone and its count."
-    seen = set()
-    for index, entry in enumerate(zones, 1):
-        if entry["count"] < 0:
-            return "zones[%d].count must be 0 or more, got %s." % (index, entry["count"])
-        zone = (entry["zone"] or "").strip() or None
-        if zone in seen:
-            return "zones names the zone %s twice." % (zone or "(any zone)")
-        seen.add(zone)
-    return None
-
-
-def validated(params):
-    zones = params["zones"]
-    error = first_error(
-        text_error("name", params["name"], optional=False),
-        text_error("namespace", params["namespace"], optional=False),
-        number_error("count", params["count"], 0),
-        zones_error(zones),
-        names_error("capacity_for_nodes", params["capacity_for_nodes"], "node"),
-        quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
-        text_error("template_node", params["template_node"]),
-        labels_error("node_selector", params["node_selector"]),
-        quantities_error("requests", params["requests"]),
-        names_error("exclude_nodes", params["exclude_nodes"] or None, "node"),
-        text_error("priority_class", params["priority_class"], optional=False),
-        number_error("timeout", params["timeout"], 1))
-    if error:
-        raise InvalidInput(error)
-    if params["priority"] >= 0:
-        raise InvalidInput("priority must be negative so that real pods preempt the placeholders, got %s."
-                           % params["priority"])
-    return WarmSettings(
-        name=params["name"], namespace=params["namespace"], present=params["state"] == "present", count=params["count"],
-        zones=tuple(params["zones"] or ()),
-        capacity_for_nodes=tuple(params["capacity_for_nodes"] or ()), template_capacity=params["template_capacity"],
-        template_node=params["template_node"], node_selector=params["node_selector"] or {},
-        node_affinity=params["node_affinity"], tolerations=tuple(params["tolerations"]), requests=params["requests"],
-        exclude_nodes=tuple(params["exclude_nodes"]), priority_class=params["priority_class"],
-        priority=params["priority"], image=params["image"], wait=params["wait"], timeout=params["timeout"])
 
 
 def main():
@@ -424,7 +367,8 @@ def main():
         mutually_exclusive=[["count", "capacity_for_nodes", "zones"], ["template_capacity", "template_node"]],
         required_if=[["state", "present", ["count", "capacity_for_nodes", "zones"], True]],
     )
-    run_module(module, lambda client, settings: ensure_warm_nodes(client, settings, module.check_mode), validated)
+    run_module(module, lambda client, settings: ensure_warm_nodes(client, settings, module.check_mode),
+               WarmSettings.from_params)
 
 
 if __name__ == "__main__":

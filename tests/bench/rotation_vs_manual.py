@@ -69,7 +69,8 @@ test case per task run with its duration and its result):
   calls        tasks run in the batch (not skipped; ansible.builtin ones included), and module calls: those of
                them whose result has the collection's api_requests (every kubeops.rotation module returns it)
   waiting      what the report's warm_seconds + replace_seconds + evict_seconds say: the elapsed_seconds of
-               warm_nodes, of the replacement (evict's replaced; before, replace_pods') and of the eviction,
+               the warming (evict's warmed; before, warm_nodes'), of the replacement (evict's replaced; before,
+               replace_pods') and of the eviction,
                each measured inside the module from the start of that part to its end, i.e. waiting by watch
                for the placeholders to run, the rollouts to be done and the evicted pods to be gone (their own
                requests are in it, milliseconds each); retiring does not wait here (the provisioner's nodes

@@ -161,3 +161,42 @@ def test_followed_lists_again_on_each_read_once_its_watch_failed(monkeypatch):
     with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
         assert eventually(lambda: not followed._thread.is_alive())
         assert followed.snapshot() == ("20", {"b": obj("b", 19)}) and lists.calls == 2
+
+
+class HeldLists(Lists):
+    """Lists whose first answer comes once released, as a list of thousands of pods takes its time."""
+
+    def __init__(self, *answers):
+        super().__init__(*answers)
+        self.release = threading.Event()
+
+    def list_with_version(self, list_method, **kwargs):
+        if self.calls == 0:
+            self.release.wait(5)
+        answer = super().list_with_version(list_method, **kwargs)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_followed_lists_in_its_thread_so_the_block_goes_on_and_its_first_read_waits_for_the_list(monkeypatch):
+    HeldWatches(monkeypatch)
+    lists = HeldLists(([obj("a", 9)], "10"))
+    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+        read = []
+        reader = threading.Thread(target=lambda: read.append(followed.snapshot()))
+        reader.start()
+        reader.join(0.2)
+        assert reader.is_alive() and not read, "the read waits for the list"
+        lists.release.set()
+        reader.join(5)
+        assert read == [("10", {"a": obj("a", 9)})] and lists.calls == 1
+
+
+def test_followed_whose_list_failed_in_its_thread_lists_in_the_reader_which_hears_the_error(monkeypatch):
+    HeldWatches(monkeypatch)
+    lists = HeldLists(ConnectionFailed("the API server is gone"), ConnectionFailed("still gone"))
+    lists.release.set()
+    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+        with pytest.raises(ConnectionFailed, match="still gone"):
+            followed.ready().objects()

@@ -206,14 +206,14 @@ def test_evict_takes_k8s_drains_names_for_the_timeout_and_the_grace_period(monke
     spec, kwargs = module_spec(monkeypatch, evict)
     params = validated({"nodes": ["n1"], "wait_timeout": 120, "terminate_grace_period": 30}, spec, **kwargs)
     assert (params["timeout"], params["grace_period"]) == (120, 30)
-    selection, options, settings, replacing = evict.validated(params)
-    assert (settings.timeout, settings.grace_period, replacing) == (120, 30, None)
+    selection, options, settings, warming, replacing = evict.validated(params)
+    assert (settings.timeout, settings.grace_period, warming, replacing) == (120, 30, None, None)
 
 
 def test_evict_takes_the_pods_to_replace_first_with_replace_pods_defaults(monkeypatch):
     spec, kwargs = module_spec(monkeypatch, evict)
     params = validated({"nodes": ["n1"], "replace_first": {"pods": ["shop/db-0"], "run_id": " r1 "}}, spec, **kwargs)
-    replacing = evict.validated(params)[3]
+    replacing = evict.validated(params)[4]
     assert (replacing.pods, replacing.run_id, replacing.timeout, replacing.max_concurrent) == (("shop/db-0",), "r1",
                                                                                                900, 4)
 
@@ -223,6 +223,36 @@ def test_evict_refuses_a_pod_to_replace_first_that_is_no_pod_key_by_its_option(m
     params = validated({"nodes": ["n1"], "replace_first": {"pods": ["db-0"], "run_id": "r1"}}, spec, **kwargs)
     with pytest.raises(InvalidInput, match="replace_first.pods"):
         evict.validated(params)
+
+
+def test_evict_takes_the_nodes_to_warm_first_with_warm_nodes_defaults(monkeypatch):
+    spec, kwargs = module_spec(monkeypatch, evict)
+    params = validated({"nodes": ["n1"], "warm_first": {"name": "rotation-r1", "zones": [{"zone": "a", "count": 2}],
+                                                        "exclude_nodes": ["n1"], "timeout": "300"}}, spec, **kwargs)
+    warming = evict.validated(params)[3]
+    assert (warming.name, warming.namespace, warming.zones, warming.exclude_nodes, warming.timeout) == (
+        "rotation-r1", "kubeops-warm", ({"zone": "a", "count": 2},), ("n1",), 300)
+    assert (warming.present, warming.wait, warming.priority, warming.requests) == (True, True, -10, None)
+
+
+@pytest.mark.parametrize("warm_first, refused", [
+    ({"zones": []}, "warm_first.zones is empty"),
+    ({"zones": [{"zone": "a", "count": 1}, {"zone": "a", "count": 2}]}, "warm_first.zones names the zone a twice"),
+    ({"count": -1}, "warm_first.count must be 0 or more"),
+    ({"count": 1, "timeout": 0}, "warm_first.timeout must be 1 or more"),
+    ({"count": 1, "exclude_nodes": [""]}, "warm_first.exclude_nodes"),
+])
+def test_evict_refuses_what_warm_nodes_refuses_to_warm_first_by_its_option(monkeypatch, warm_first, refused):
+    spec, kwargs = module_spec(monkeypatch, evict)
+    params = validated({"nodes": ["n1"], "warm_first": warm_first}, spec, **kwargs)
+    with pytest.raises(InvalidInput, match=refused):
+        evict.validated(params)
+
+
+def test_evict_wants_a_count_or_zones_to_warm_first_not_both(monkeypatch):
+    spec, kwargs = module_spec(monkeypatch, evict)
+    for warm_first in ({"name": "r1"}, {"count": 1, "zones": [{"zone": "a", "count": 1}]}):
+        assert validation_errors({"nodes": ["n1"], "warm_first": warm_first}, spec, **kwargs), warm_first
 
 
 def test_evict_refuses_k8s_drains_zero_timeout_by_the_options_name(monkeypatch):

@@ -155,16 +155,18 @@ class Informer:
 class Followed:
     """An Informer listed once and kept current by a thread that watches it while the ``with`` block runs (up to
     ``deadline`` of its clock), so that the steps of one move read what it holds at any moment instead of listing it
-    again each. Should the thread fail (its watch refused), a read lists again in the caller's thread."""
+    again each. The list too is taken by the thread, so that the block's first step (warming nodes) need not wait
+    for it; the first read does. Should the thread fail (its list or watch refused), a read lists again in the
+    caller's thread, where the error is raised."""
 
     def __init__(self, informer, deadline):
         self.informer = informer
         self.deadline = deadline
         self._stopped = threading.Event()
+        self._listed = threading.Event()
         self._thread = None
 
     def __enter__(self):
-        self.informer.relist()
         self._thread = threading.Thread(target=self._follow, name="followed-informer", daemon=True)
         self._thread.start()
         return self
@@ -176,6 +178,10 @@ class Followed:
     def _follow(self):
         clock = self.informer.clock
         try:
+            try:
+                self.informer.relist()
+            finally:
+                self._listed.set()
             while not self._stopped.is_set() and clock() < self.deadline:
                 opened = clock()
                 self.informer.wait(lambda _objects, _change: self._stopped.is_set(),
@@ -187,9 +193,15 @@ class Followed:
             # A read lists again instead (snapshot).
             return
 
+    def ready(self):
+        """Wait until the thread has listed (or failed to); returns self."""
+        self._listed.wait()
+        return self
+
     def snapshot(self):
         """(resourceVersion, {uid: object}) as followed until now."""
-        if not self._thread.is_alive():
+        self.ready()
+        if self.informer.objects is None or not self._thread.is_alive():
             self.informer.relist()
         return self.informer.snapshot()
 

@@ -23,6 +23,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import replace_pods
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import ensure_warm_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_cordoned, node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key, pods_of_named_nodes
@@ -78,36 +79,50 @@ def _removed(entries, outcomes):
                       for entry in entries if entry["outcome"] in outcomes)
 
 
-def replace_then_drain(client, replacing, selection, options, settings, skip_refused=False, check_mode=False,
-                       keep_zones=False, avoid_nodes=(), clock=time.monotonic):
-    """The pods ``replacing`` (engine.replacement.ReplaceSettings) replaced first, then the rest drained, as
-    replace_pods and drain do one after the other, with every pod listed once for both and followed meanwhile
-    (api.watch.Followed), not listed again by each. Returns drain's result with ``replaced``, replace_pods'; an
-    error of either carries what was done so far the same way."""
-    replacing = replace(replacing, avoid_nodes=tuple(avoid_nodes), keep_zones=keep_zones)
-    with Followed(pods_informer(client), clock() + replacing.timeout + settings.timeout) as every_pod:
+def move(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False, avoid_nodes=(),
+         warming=None, replacing=None, clock=time.monotonic):
+    """What drain does, after nodes are warmed for the pods with ``warming`` (engine.warm.WarmSettings) and the pods
+    ``replacing`` (engine.replacement.ReplaceSettings) are replaced first, as warm_nodes, replace_pods and drain do
+    one after the other. With either, every pod is listed once for all of them, while the nodes warm, and followed
+    meanwhile (api.watch.Followed), not listed again by each. Returns drain's result with ``warmed`` and
+    ``replaced``, warm_nodes' and replace_pods'; an error of any step carries what was done so far the same way."""
+    if warming is None and replacing is None:
+        return drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes)
+    deadline = clock() + sum(step.timeout for step in (warming, replacing) if step is not None) + settings.timeout
+    done = {}
+    with Followed(pods_informer(client), deadline) as every_pod:
+        step = "warmed"
         try:
-            replaced = replace_pods(client, replacing, check_mode, every_pod=every_pod)
-        except KubeopsError as exc:
-            exc.result = _with_replaced({"changed": False}, exc.result)
-            raise
-        try:
+            if warming is not None:
+                done[step] = ensure_warm_nodes(client, warming, check_mode)
+            # The list, taken while the nodes warmed, is waited for here: outside the next steps' clocks.
+            every_pod.ready()
+            step = "replaced"
+            if replacing is not None:
+                done[step] = replace_pods(client, replace(replacing, avoid_nodes=tuple(avoid_nodes),
+                                                          keep_zones=keep_zones), check_mode, every_pod=every_pod)
+            step = None
             result = drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes,
                            every_pod=every_pod)
         except KubeopsError as exc:
-            exc.result = _with_replaced(exc.result, replaced)
+            exc.result = _with_steps(exc.result, done) if step is None else \
+                _with_steps({"changed": False}, dict(done, **{step: exc.result}))
             raise
-    return _with_replaced(result, replaced)
+    return _with_steps(result, done)
 
 
-def _with_replaced(result, replaced):
-    """Drain's ``result`` with replace_pods' as ``replaced``: changed if either changed, one diff, its warnings."""
-    replaced = dict(replaced)
-    evicted = result.get("diff") or {"before": {}, "after": {}}
-    moved = replaced.pop("diff", None) or {"before": {}, "after": {}}
-    return dict(result, replaced=replaced, warnings=replaced.pop("warnings", []),
-                changed=bool(result.get("changed") or replaced.get("changed")),
-                diff={side: {**moved[side], **evicted[side]} for side in ("before", "after")})
+def _with_steps(result, done):
+    """Drain's ``result`` with the results of the steps ``done`` before it (``warmed``, ``replaced``): changed if
+    any changed; the replacement's diff and warnings are the call's, with drain's."""
+    result = dict(result or {}, **done)
+    if "replaced" in done:
+        replaced = dict(done["replaced"] or {})
+        evicted = result.get("diff") or {"before": {}, "after": {}}
+        moved = replaced.pop("diff", None) or {"before": {}, "after": {}}
+        result.update(replaced=replaced, warnings=replaced.pop("warnings", []),
+                      diff={side: {**moved[side], **evicted[side]} for side in ("before", "after")})
+    result["changed"] = any(bool((step or {}).get("changed")) for step in [result] + list(done.values()))
+    return result
 
 
 def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,

@@ -33,7 +33,15 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     workloads_in,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, InvalidInput, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    labels_error,
+    names_error,
+    number_error,
+    quantities_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -45,6 +53,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name, zone_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, is_terminating
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import not_ready_text
@@ -293,6 +302,62 @@ class WarmSettings:
     image: str = DEFAULT_IMAGE
     wait: bool = True
     timeout: int = 600
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from a module's parameters (warm_nodes', or evict's ``warm_first``, whose names ``prefix``
+        gives in errors; an option it does not take keeps its default here), or InvalidInput before anything is
+        read."""
+        given = {key: value for key, value in params.items() if value is not None}
+        default = cls()
+        settings = cls(
+            name=given.get("name", default.name), namespace=given.get("namespace", default.namespace),
+            present=given.get("state", "present") == "present", count=given.get("count"),
+            zones=tuple(given.get("zones", ())), capacity_for_nodes=tuple(given.get("capacity_for_nodes", ())),
+            template_capacity=given.get("template_capacity"), template_node=given.get("template_node"),
+            node_selector=given.get("node_selector", {}), node_affinity=given.get("node_affinity"),
+            tolerations=tuple(given.get("tolerations", ())), requests=given.get("requests"),
+            exclude_nodes=tuple(given.get("exclude_nodes", ())),
+            priority_class=given.get("priority_class", default.priority_class),
+            priority=given.get("priority", default.priority), image=given.get("image", default.image),
+            wait=given.get("wait", default.wait), timeout=given.get("timeout", default.timeout))
+        error = first_error(
+            text_error(prefix + "name", settings.name, optional=False),
+            text_error(prefix + "namespace", settings.namespace, optional=False),
+            number_error(prefix + "count", settings.count, 0),
+            zones_error(prefix + "zones", given.get("zones")),
+            names_error(prefix + "capacity_for_nodes", given.get("capacity_for_nodes"), "node"),
+            quantities_error(prefix + "template_capacity", settings.template_capacity, required=RESOURCES,
+                             above_zero=True),
+            text_error(prefix + "template_node", settings.template_node),
+            labels_error(prefix + "node_selector", settings.node_selector),
+            quantities_error(prefix + "requests", settings.requests),
+            names_error(prefix + "exclude_nodes", list(settings.exclude_nodes) or None, "node"),
+            text_error(prefix + "priority_class", settings.priority_class, optional=False),
+            number_error(prefix + "timeout", settings.timeout, 1))
+        if error:
+            raise InvalidInput(error)
+        if settings.priority >= 0:
+            raise InvalidInput("%spriority must be negative so that real pods preempt the placeholders, got %s."
+                               % (prefix, settings.priority))
+        return settings
+
+
+def zones_error(name, zones):
+    """Why a zones option is refused: empty, a count below 0, or a zone named twice."""
+    if zones is None:
+        return None
+    if not zones:
+        return "%s is empty: give at least one zone and its count." % name
+    seen = set()
+    for index, entry in enumerate(zones, 1):
+        if entry["count"] < 0:
+            return "%s[%d].count must be 0 or more, got %s." % (name, index, entry["count"])
+        zone = (entry["zone"] or "").strip() or None
+        if zone in seen:
+            return "%s names the zone %s twice." % (name, zone or "(any zone)")
+        seen.add(zone)
+    return None
 
 
 ACTION_WEIGHT = {"unchanged": 0, "scaled": 1, "updated": 2, "created": 3}
