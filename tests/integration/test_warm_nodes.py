@@ -8,7 +8,7 @@ are in test_karpenter.py.
 from __future__ import annotations
 
 import pytest
-from conftest import delete_pool_nodes, wait_until
+from conftest import TEST_LABEL, delete_pool_nodes, wait_until
 from kube import PAUSE, daemon_set, running_pods
 
 POOL = {"kubeops.io/pool": "warm"}
@@ -121,3 +121,34 @@ def test_role_warms_and_releases(cluster, namespace, provisioner, run_play, test
     assert play.rc == 0, play
     assert len(play.steps[1]["ansible_facts"]["warmed"]) == 2
     assert not cluster.apps.list_namespaced_deployment(namespace).items
+
+
+def test_evict_warms_first_then_moves_the_pods_in_one_call(cluster, namespace, provisioner, make_nodes, run_play,
+                                                           test_id):
+    (old,) = make_nodes(1, prefix="old")
+    # On the test's old node, or on the pool's.
+    terms = [{"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+             for key, value in [(TEST_LABEL, test_id)] + list(POOL.items())]
+    labels = {"app": "web"}
+    cluster.apps.create_namespaced_deployment(namespace, {"metadata": {"name": "web"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": terms}}},
+            "terminationGracePeriodSeconds": 0, "containers": [{"name": "app", "image": PAUSE}]}}}})
+    (web,) = wait_until(lambda: running_pods(cluster, namespace, "app=web", 1), 60, "web on the old node")
+    cluster.kubectl("cordon", old)
+
+    play = run_play([{"kubeops.rotation.evict": {
+        "nodes": [old], "timeout": 60, "avoid_nodes": [old],
+        "warm_first": {"name": "warm", "namespace": namespace, "count": 1, "node_selector": POOL,
+                       "exclude_nodes": [old], "timeout": 90}}}])
+    assert play.rc == 0, play
+    step = play.steps[0]
+    (warm_node,) = step["warmed"]["nodes"]
+    assert step["warmed"]["action"] == "created" and step["changed"] is True
+    assert cluster.core.read_node(warm_node).metadata.labels["kubeops.io/provisioned-by"] == "test-provisioner"
+    assert [(e["name"], e["outcome"]) for e in step["pods"]] == [(web.metadata.name, "evicted")]
+    assert step["remaining"] == []
+    (moved,) = wait_until(lambda: running_pods(cluster, namespace, "app=web", 1), 60, "web on the warm node")
+    assert moved.metadata.uid != web.metadata.uid and moved.spec.node_name == warm_node, "it took the warm node"
+    run_play([warm(namespace, test_id, state="absent")])
