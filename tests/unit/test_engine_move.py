@@ -62,12 +62,15 @@ class Steps:
         assert settings == WARMING and not check_mode
         return self.step("warm", {"nodes": ["new-1"], "elapsed_seconds": 5.0})
 
-    def replace(self, _client, settings, check_mode, every_pod):
-        assert (settings.avoid_nodes, settings.keep_zones, every_pod.ready) == (("old-1",), True, every_pod.ready)
+    def replace(self, _client, settings, check_mode, every_pod, held_steering):
+        assert (settings.avoid_nodes, settings.keep_zones, check_mode) == (("old-1",), True, False)
+        self.held_steering = held_steering
         return self.step("replace", {"workloads": [], "diff": REPLACED_DIFF, "warnings": ["a surge was left"]})
 
     def drain(self, _client, selection, *_args, **kwargs):
         self.calls.append(("drain", selection, "every_pod" in kwargs))
+        assert kwargs.get("held_steering") is getattr(self, "held_steering", kwargs.get("held_steering")), \
+            "the drain takes over the replacement's steering"
         return self.step("drain", {"nodes": ["old-1"], "diff": EVICTED_DIFF}, Blocked)
 
 

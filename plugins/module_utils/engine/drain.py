@@ -20,7 +20,10 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Followed
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_informer
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
+    HeldSteering,
+    steering_while_moving,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import replace_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import ensure_warm_nodes
@@ -84,13 +87,15 @@ def move(client, selection, options, settings, skip_refused=False, check_mode=Fa
     """What drain does, after nodes are warmed for the pods with ``warming`` (engine.warm.WarmSettings) and the pods
     ``replacing`` (engine.replacement.ReplaceSettings) are replaced first, as warm_nodes, replace_pods and drain do
     one after the other. With either, every pod is listed once for all of them, while the nodes warm, and followed
-    meanwhile (api.watch.Followed), not listed again by each. Returns drain's result with ``warmed`` and
-    ``replaced``, warm_nodes' and replace_pods'; an error of any step carries what was done so far the same way."""
+    meanwhile (api.watch.Followed), not listed again by each; the replacement's steering stays on for the drain,
+    which changes only the nodes it steers otherwise, and comes off once, at the end (engine.steering.HeldSteering).
+    Returns drain's result with ``warmed`` and ``replaced``, warm_nodes' and replace_pods'; an error of any step
+    carries what was done so far the same way."""
     if warming is None and replacing is None:
         return drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes)
     deadline = clock() + sum(step.timeout for step in (warming, replacing) if step is not None) + settings.timeout
     done = {}
-    with Followed(pods_informer(client), deadline) as every_pod:
+    with Followed(pods_informer(client), deadline) as every_pod, HeldSteering(client) as held_steering:
         step = "warmed"
         try:
             if warming is not None:
@@ -100,10 +105,11 @@ def move(client, selection, options, settings, skip_refused=False, check_mode=Fa
             step = "replaced"
             if replacing is not None:
                 done[step] = replace_pods(client, replace(replacing, avoid_nodes=tuple(avoid_nodes),
-                                                          keep_zones=keep_zones), check_mode, every_pod=every_pod)
+                                                          keep_zones=keep_zones), check_mode, every_pod=every_pod,
+                                       held_steering=held_steering)
             step = None
             result = drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes,
-                           every_pod=every_pod)
+                           every_pod=every_pod, held_steering=held_steering)
         except KubeopsError as exc:
             exc.result = _with_steps(exc.result, done) if step is None else \
                 _with_steps({"changed": False}, dict(done, **{step: exc.result}))
@@ -126,12 +132,13 @@ def _with_steps(result, done):
 
 
 def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,
-          avoid_nodes=(), every_pod=None):
+          avoid_nodes=(), every_pod=None, held_steering=None):
     """Select, judge and (unless ``check_mode``) evict; returns the result.
 
     While the pods leave, the replacements are kept off ``avoid_nodes`` and, with ``keep_zones``, steered
     away from the nodes outside the zones of the selected nodes, so that they stay in their zone where it
-    has room (engine.steering). With ``every_pod`` (api.watch.Followed), the steering reads every pod from it.
+    has room (engine.steering). With ``every_pod`` (api.watch.Followed), the steering reads every pod from it;
+    with ``held_steering`` (engine.steering.HeldSteering), it takes over the steering of the step before.
 
     Raises Blocked when pods are refused (nothing evicted) or evictions
     failed, TimedOut at the deadline; both carry the result.
@@ -152,7 +159,8 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         return result
     leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
     with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving,
-                               needs=total_requests(p.pod for p in plans if p.removes), listed=listed) as steered:
+                               needs=total_requests(p.pod for p in plans if p.removes), listed=listed,
+                               held=held_steering) as steered:
         runs, states, on_nodes = _evict_with_late_arrivals(client, selection, options, settings, plans, node_names)
     run = runs[-1]
     evictions = sum(each.evictions for each in runs)

@@ -500,10 +500,11 @@ def _workloads_of(client, pods, asked):
     return groups, sorted(set(asked) - set(found))
 
 
-def replace_pods(client, settings, check_mode=False, clock=time.monotonic, every_pod=None):
+def replace_pods(client, settings, check_mode=False, clock=time.monotonic, every_pod=None, held_steering=None):
     """Replace the pods ``settings.pods`` ("namespace/name"), replacement first; finish first any surge a killed
-    run left. With ``every_pod`` (api.watch.Followed), every pod is read from it, not listed. Raises TimedOut or
-    Blocked carrying the result."""
+    run left. With ``every_pod`` (api.watch.Followed), every pod is read from it, not listed; with
+    ``held_steering`` (engine.steering.HeldSteering), the steering stays on for the step after. Raises TimedOut
+    or Blocked carrying the result."""
     started = clock()
     replacing = Replacing(client, settings.run_id, started + settings.timeout, clock, every_pod=every_pod)
     asked = set(settings.pods)
@@ -536,7 +537,7 @@ def replace_pods(client, settings, check_mode=False, clock=time.monotonic, every
         with steering_while_moving(client, settings.avoid_nodes if progresses else (),
                                    nodes if settings.keep_zones else (), request, leaving,
                                    total_requests(pod for pod in pods if pod_key(pod) in asked),
-                                   every_pod=every_pod) as steered:
+                                   every_pod=every_pod, held=held_steering) as steered:
             errors = _run_by_namespace(replacing, surge, progresses, settings.max_concurrent, clock)
     else:
         steered = []

@@ -52,9 +52,26 @@ def clear_steering(client, names):
                               if node_name(node) in wanted and is_steered(node)], None)
 
 
+class HeldSteering:
+    """The steering of the steps of one move (a replacement, then a drain) held from one step to the next: each
+    step's steering_while_moving leaves its taints on, so that the next one changes only the nodes it wants
+    otherwise instead of taking every taint off and putting it back; they come off once, when the ``with``
+    block ends, however it ends."""
+
+    def __init__(self, client):
+        self.client = client
+        self.steered = set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc):
+        clear_steering(self.client, sorted(self.steered))
+
+
 @contextlib.contextmanager
 def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None, leaving=(), needs=None,
-                          listed=None, every_pod=None):
+                          listed=None, every_pod=None, held=None):
     """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
     yields the steered node names. On the Ready, uncordoned nodes only:
 
@@ -73,7 +90,8 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     carry NoSchedule instead when the zones kept are warmed with room for them (strict_when_warmed). One list
     of the nodes (and one of the pods, with ``request``) serves it all, or ``listed`` (every node, every pod)
     when the caller listed them already, or ``every_pod`` (api.watch.Followed) when the caller follows them; with
-    neither nodes to avoid nor zones to keep nothing is read or steered.
+    neither nodes to avoid nor zones to keep nothing is read or steered. With ``held`` (HeldSteering), the
+    taints stay on after the block, for the next step, and ``held`` takes them off.
     """
     if not avoid_nodes and not keep_zones_of:
         yield []
@@ -86,6 +104,13 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
                                      needs, leaving)
     left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
     steered = sorted(effects)
+    if held is not None:
+        # Held from the step before, or left by a killed run: they come off with the new ones going on.
+        held.steered.difference_update(left)
+        held.steered.update(steered)
+        steer(client, nodes, dict(left, **effects))
+        yield steered
+        return
     try:
         # The taints a killed run left come off in the same round of patches as the new ones go on.
         steer(client, nodes, dict(left, **effects))
