@@ -4,6 +4,7 @@ for by scripts of their answers."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -128,9 +129,11 @@ class HeldWatches:
     def __init__(self, monkeypatch, *streams):
         self.streams = list(streams)
         self.release = threading.Event()
+        self.opened = 0
         monkeypatch.setattr(watch_module, "watch", self.watch)
 
     def watch(self, _list_method, _version, _timeout, **_kwargs):
+        self.opened += 1
         events, failure = self.streams.pop(0) if self.streams else ([], None)
         yield from events
         if failure:
@@ -200,3 +203,15 @@ def test_followed_whose_list_failed_in_its_thread_lists_in_the_reader_which_hear
     with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
         with pytest.raises(ConnectionFailed, match="still gone"):
             followed.ready().objects()
+
+
+def test_followed_stopped_before_its_block_ends_stops_watching_at_its_next_event(monkeypatch):
+    held = HeldWatches(monkeypatch, ([], None))
+    ticks = itertools.count(0, 2)  # each watch lasts long enough to be opened again, until the deadline
+    informer = Informer(Lists(([obj("a", 9)], "10")), "list pods", clock=lambda: next(ticks))
+    with Followed(informer, deadline=100) as followed:
+        assert followed.objects() == [obj("a", 9)]
+        followed.stop()
+        held.release.set()
+        assert eventually(lambda: not followed._thread.is_alive())
+        assert held.opened == 1, "no watch opened again"

@@ -172,7 +172,11 @@ class Followed:
         return self
 
     def __exit__(self, *_exc):
-        # Not joined: the thread sees this at its next event or at the end of its watch, and holds nothing.
+        self.stop()
+
+    def stop(self):
+        """End the following before the block ends, once nothing will read it any more. Not joined: the thread sees
+        this at its next event or at the end of its watch, and holds nothing."""
         self._stopped.set()
 
     def _follow(self):

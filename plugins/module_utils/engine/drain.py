@@ -145,6 +145,9 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     """
     steers = bool(avoid_nodes or keep_zones) and not check_mode
     (pods, node_names), listed = _select(client, selection, steers, every_pod)
+    if every_pod is not None:
+        # Read for the last time: its watch ends rather than follow every pod the evictions move.
+        every_pod.stop()
     plans = judge_all(pods, options, claim_zones(client, pods))
     result = {"changed": False, "nodes": node_names}
     if refused(plans) and not skip_refused:
