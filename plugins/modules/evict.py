@@ -504,6 +504,20 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
 
+# The options of warm_nodes that warm_first takes; the others keep warm_nodes' defaults (engine.warm.WarmSettings).
+WARM_FIRST_OPTIONS = dict(
+    name=dict(type="str", default="warm-nodes"),
+    namespace=dict(type="str", default="kubeops-warm"),
+    count=dict(type="int"),
+    zones=dict(type="list", elements="dict", options=dict(
+        zone=dict(type="str"),
+        count=dict(type="int", required=True),
+    )),
+    node_selector=dict(type="dict", default={}),
+    exclude_nodes=dict(type="list", elements="str", default=[]),
+    timeout=dict(type="int", default=600),
+)
+
 EVICT_ARGUMENT_SPEC = dict(
     LEASE_ARGUMENT_SPEC,
     nodes=dict(type="list", elements="str"),
@@ -524,19 +538,8 @@ EVICT_ARGUMENT_SPEC = dict(
     skip_refused=dict(type="bool", default=False),
     keep_zones=dict(type="bool", default=False),
     avoid_nodes=dict(type="list", elements="str", default=[]),
-    warm_first=dict(type="dict", mutually_exclusive=[["count", "zones"]], required_one_of=[["count", "zones"]],
-                    options=dict(
-                        name=dict(type="str", default="warm-nodes"),
-                        namespace=dict(type="str", default="kubeops-warm"),
-                        count=dict(type="int"),
-                        zones=dict(type="list", elements="dict", options=dict(
-                            zone=dict(type="str"),
-                            count=dict(type="int", required=True),
-                        )),
-                        node_selector=dict(type="dict", default={}),
-                        exclude_nodes=dict(type="list", elements="str", default=[]),
-                        timeout=dict(type="int", default=600),
-                    )),
+    warm_first=dict(type="dict", options=WARM_FIRST_OPTIONS, mutually_exclusive=[["count", "zones"]],
+                    required_one_of=[["count", "zones"]]),
     replace_first=dict(type="dict", options=dict(
         pods=dict(type="list", elements="str", required=True),
         run_id=dict(type="str", required=True),

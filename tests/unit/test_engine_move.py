@@ -110,8 +110,8 @@ def test_a_warming_that_failed_moves_nothing_and_its_error_carries_what_it_did(m
     with pytest.raises(TimedOut, match="warm failed") as failed:
         moved()
     assert [call[0] for call in steps.calls] == ["follow", "warm", "stop following"]
-    assert failed.value.result == {"changed": True, "warmed": {"nodes": ["new-1"], "elapsed_seconds": 5.0,
-                                                                "changed": True}}
+    warmed = {"nodes": ["new-1"], "elapsed_seconds": 5.0, "changed": True}
+    assert failed.value.result == {"changed": True, "warmed": warmed}
 
 
 def test_a_drain_that_failed_carries_what_the_steps_before_it_did(monkeypatch):
@@ -119,6 +119,6 @@ def test_a_drain_that_failed_carries_what_the_steps_before_it_did(monkeypatch):
     with pytest.raises(Blocked, match="drain failed") as failed:
         moved()
     result = failed.value.result
-    assert (result["warmed"]["nodes"], result["replaced"], result["nodes"]) == (["new-1"], {"workloads": [],
-                                                                                           "changed": False}, ["old-1"])
+    replaced = {"workloads": [], "changed": False}
+    assert (result["warmed"]["nodes"], result["replaced"], result["nodes"]) == (["new-1"], replaced, ["old-1"])
     assert result["diff"]["after"] == {"shop/db-0": "new-1", "shop/web-1": None}

@@ -104,9 +104,9 @@ def move(client, selection, options, settings, skip_refused=False, check_mode=Fa
             every_pod.ready()
             step = "replaced"
             if replacing is not None:
-                done[step] = replace_pods(client, replace(replacing, avoid_nodes=tuple(avoid_nodes),
-                                                          keep_zones=keep_zones), check_mode, every_pod=every_pod,
-                                       held_steering=held_steering)
+                replacing = replace(replacing, avoid_nodes=tuple(avoid_nodes), keep_zones=keep_zones)
+                done[step] = replace_pods(client, replacing, check_mode, every_pod=every_pod,
+                                          held_steering=held_steering)
             step = None
             result = drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes,
                            every_pod=every_pod, held_steering=held_steering)
