@@ -65,6 +65,20 @@ LEASE_OPTIONS = dict(
 )
 LEASE_ARGUMENT_SPEC = dict(lease=dict(type="dict", options=LEASE_OPTIONS))
 
+# The options of warm_nodes that evict's warm_first takes too; warm_nodes adds the others.
+WARM_OPTIONS = dict(
+    name=dict(type="str", default="warm-nodes"),
+    namespace=dict(type="str", default="kubeops-warm"),
+    count=dict(type="int"),
+    zones=dict(type="list", elements="dict", options=dict(
+        zone=dict(type="str"),
+        count=dict(type="int", required=True),
+    )),
+    node_selector=dict(type="dict", default={}),
+    exclude_nodes=dict(type="list", elements="str", default=[]),
+    timeout=dict(type="int", default=600),
+)
+
 CONNECTION_REQUIRED_TOGETHER = [["client_cert", "client_key"]]
 CONNECTION_REQUIRED_BY = {"impersonate_groups": "impersonate_user"}
 

@@ -486,6 +486,7 @@ api_retries:
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
     LEASE_ARGUMENT_SPEC,
+    WARM_OPTIONS,
     kubernetes_module,
     run_module,
 )
@@ -503,20 +504,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
-
-# The options of warm_nodes that warm_first takes; the others keep warm_nodes' defaults (engine.warm.WarmSettings).
-WARM_FIRST_OPTIONS = dict(
-    name=dict(type="str", default="warm-nodes"),
-    namespace=dict(type="str", default="kubeops-warm"),
-    count=dict(type="int"),
-    zones=dict(type="list", elements="dict", options=dict(
-        zone=dict(type="str"),
-        count=dict(type="int", required=True),
-    )),
-    node_selector=dict(type="dict", default={}),
-    exclude_nodes=dict(type="list", elements="str", default=[]),
-    timeout=dict(type="int", default=600),
-)
 
 EVICT_ARGUMENT_SPEC = dict(
     LEASE_ARGUMENT_SPEC,
@@ -538,7 +525,7 @@ EVICT_ARGUMENT_SPEC = dict(
     skip_refused=dict(type="bool", default=False),
     keep_zones=dict(type="bool", default=False),
     avoid_nodes=dict(type="list", elements="str", default=[]),
-    warm_first=dict(type="dict", options=WARM_FIRST_OPTIONS, mutually_exclusive=[["count", "zones"]],
+    warm_first=dict(type="dict", options=WARM_OPTIONS, mutually_exclusive=[["count", "zones"]],
                     required_one_of=[["count", "zones"]]),
     replace_first=dict(type="dict", options=dict(
         pods=dict(type="list", elements="str", required=True),
@@ -557,8 +544,7 @@ EVICT_ARGUMENT_SPEC = dict(
 
 def validated(params):
     """(PodSelection, FilterOptions, EvictionSettings, WarmSettings or None, ReplaceSettings or None) from the
-    parameters, or
-    InvalidInput for parameters that make no sense, before anything is read or changed."""
+    parameters, or InvalidInput for parameters that make no sense, before anything is read or changed."""
     error = first_error(
         names_error("nodes", params["nodes"], "node"),
         selector_error("node_selector", params["node_selector"]),
@@ -587,7 +573,8 @@ def validated(params):
                                 wait_for_replacements=params["wait_for_replacements"],
                                 grace_period=params["grace_period"], disable_eviction=params["disable_eviction"],
                                 limits=limits, reason=params["reason"] or "")
-    warming = WarmSettings.from_params(params["warm_first"], "warm_first.") if params["warm_first"] else None
+    warming = (WarmSettings.from_params(params["warm_first"], "warm_first.")
+               if params["warm_first"] is not None else None)
     replacing = (ReplaceSettings.from_params(params["replace_first"], "replace_first.")
                  if params["replace_first"] is not None else None)
     return selection, options, settings, warming, replacing

@@ -332,6 +332,7 @@ api_retries:
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
     LEASE_ARGUMENT_SPEC,
+    WARM_OPTIONS,
     kubernetes_module,
     run_module,
 )
@@ -342,27 +343,18 @@ def main():
     module = kubernetes_module(
         dict(
             LEASE_ARGUMENT_SPEC,
-            name=dict(type="str", default="warm-nodes"),
-            namespace=dict(type="str", default="kubeops-warm"),
+            **WARM_OPTIONS,
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            count=dict(type="int"),
-            zones=dict(type="list", elements="dict", options=dict(
-                zone=dict(type="str"),
-                count=dict(type="int", required=True),
-            )),
             capacity_for_nodes=dict(type="list", elements="str"),
             template_capacity=dict(type="dict"),
             template_node=dict(type="str"),
-            node_selector=dict(type="dict", default={}),
             node_affinity=dict(type="dict"),
             tolerations=dict(type="list", elements="dict", default=[]),
             requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
-            exclude_nodes=dict(type="list", elements="str", default=[]),
             priority_class=dict(type="str", default="kubeops-warm-placeholder"),
             priority=dict(type="int", default=-10),
             image=dict(type="str", default="registry.k8s.io/pause:3.10"),
             wait=dict(type="bool", default=True),
-            timeout=dict(type="int", default=600),
         ),
         mutually_exclusive=[["count", "capacity_for_nodes", "zones"], ["template_capacity", "template_node"]],
         required_if=[["state", "present", ["count", "capacity_for_nodes", "zones"], True]],
