@@ -26,6 +26,7 @@ class Steps:
 
     def __init__(self, monkeypatch, failing=None, changed=("warm", "replace", "drain")):
         self.calls = []
+        self.held_steering = {}
         self.failing = failing
         self.changed = changed
         monkeypatch.setattr(drain_module, "Followed", self.followed)
@@ -64,13 +65,12 @@ class Steps:
 
     def replace(self, _client, settings, check_mode, every_pod, held_steering):
         assert (settings.avoid_nodes, settings.keep_zones, check_mode) == (("old-1",), True, False)
-        self.held_steering = held_steering
+        self.held_steering["replace"] = held_steering
         return self.step("replace", {"workloads": [], "diff": REPLACED_DIFF, "warnings": ["a surge was left"]})
 
     def drain(self, _client, selection, *_args, **kwargs):
         self.calls.append(("drain", selection, "every_pod" in kwargs))
-        assert kwargs.get("held_steering") is getattr(self, "held_steering", kwargs.get("held_steering")), \
-            "the drain takes over the replacement's steering"
+        self.held_steering["drain"] = kwargs.get("held_steering")
         return self.step("drain", {"nodes": ["old-1"], "diff": EVICTED_DIFF}, Blocked)
 
 
@@ -87,6 +87,8 @@ def test_it_warms_then_replaces_then_drains_every_pod_listed_once_while_warming(
     assert result["warmed"] == {"nodes": ["new-1"], "elapsed_seconds": 5.0, "changed": True}
     assert result["replaced"] == {"workloads": [], "changed": True}
     assert result["warnings"] == ["a surge was left"] and result["changed"]
+    assert steps.held_steering["drain"] is steps.held_steering["replace"] is not None, \
+        "the drain takes over the replacement's steering"
     assert result["diff"] == {"before": {"shop/db-0": "old-1", "shop/web-1": "old-1"},
                               "after": {"shop/db-0": "new-1", "shop/web-1": None}}
 
