@@ -8,11 +8,15 @@ import urllib3
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import (
+    CONNECT_TIMEOUT,
+    LIST_READ_TIMEOUT,
     MAX_RETRY_DELAY,
+    READ_TIMEOUT,
     RETRY_BUDGET_SECONDS,
     build_configuration,
     default_kubeconfig_path,
     new_client,
+    separate_client,
     repeatable_write,
     retry_delay,
 )
@@ -155,9 +159,11 @@ class FakePool:
         self.answers = list(answers)
         self.headers = []
         self.urls = []
+        self.timeouts = []
 
     def request(self, method, url, **kwargs):
         self.headers.append(kwargs.get("headers"))
+        self.timeouts.append(kwargs.get("timeout"))
         self.urls.append(url + ("?" + urlencode(kwargs["fields"]) if kwargs.get("fields") else ""))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
@@ -256,3 +262,54 @@ def test_an_eviction_whose_answer_was_lost_is_left_to_its_caller():
     with pytest.raises(ConnectionFailed):
         client.core.create_namespaced_pod_eviction("web-1", "ns", {"metadata": {"name": "web-1"}})
     assert (client.request_count, client.retries) == (1, {"requests": 0, "lost_answers": 1})
+
+
+def test_every_request_waits_a_bounded_time_longer_for_a_page_of_a_list_than_for_one_object():
+    listed = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": []}
+    client, pool, _sleeps = fake_client((200, node("a")), (200, listed), (200, {"metadata": {"name": "a"}}))
+    client.call_json(client.core.read_node, "a")
+    client.list_all(client.core.list_pod_for_all_namespaces)
+    client.call_json(client.core.patch_node, "a", {"spec": {"unschedulable": True}})
+    timeouts = [(timeout.connect_timeout, timeout.read_timeout) for timeout in pool.timeouts]
+    assert timeouts == [(CONNECT_TIMEOUT, READ_TIMEOUT), (CONNECT_TIMEOUT, LIST_READ_TIMEOUT),
+                        (CONNECT_TIMEOUT, READ_TIMEOUT)]
+
+
+def test_a_read_that_timed_out_is_a_lost_answer_retried_within_the_time_spent_on_it():
+    clock = [0.0]
+
+    def timed_out(*_args, **_kwargs):
+        clock[0] += READ_TIMEOUT
+        raise urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes/a", "Read timed out.")
+
+    client, pool, sleeps = fake_client((200, VERSION))
+    client.api_client.answered = True
+    client.api_client._clock = lambda: clock[0]
+    pool.request = timed_out
+    with pytest.raises(ConnectionFailed, match="Read timed out"):
+        client.call_json(client.core.read_node, "a")
+    # 30 s, a 0.5 s wait, 30 s: past the 45 s budget, where waits alone would have allowed 9 attempts.
+    assert sleeps == [0.5] and client.request_count == 2
+
+
+def test_a_separate_client_has_connections_and_a_timeout_of_its_own_and_repeats_nothing():
+    client, pool, _sleeps = fake_client()
+    renewals = separate_client(client, (2, 5), 0)
+    assert renewals.api_client.rest_client.pool_manager is not pool
+    renewals.api_client.rest_client.pool_manager = own = FakePool(LOST)
+    with pytest.raises(ConnectionFailed):
+        renewals.call_json(renewals.core.read_node, "a")
+    assert [(t.connect_timeout, t.read_timeout) for t in own.timeouts] == [(2, 5)] and pool.timeouts == []
+    assert renewals.request_count == 1
+
+
+def test_a_request_refused_before_it_is_sent_is_not_sent():
+    client, pool, _sleeps = fake_client((200, VERSION))
+
+    def refuse(_method):
+        raise ConnectionFailed("the Lease is lost")
+
+    client.api_client.before_request = refuse
+    with pytest.raises(ConnectionFailed, match="the Lease is lost"):
+        client.version.get_code()
+    assert pool.headers == [] and client.request_count == 0

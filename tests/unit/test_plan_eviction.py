@@ -265,5 +265,23 @@ def test_at_the_deadline_each_pod_left_says_why_and_the_message_tells_how_to_con
     assert message.startswith("Timed out after 300 s evicting: ns/held on n1: blocked by PDB ns/web")
     assert "ns/t on n1: evicted but still terminating at the deadline" in message
     assert message.endswith("replacements not Ready: Deployment/web in ns has 3 of 4 replicas Ready. "
-                            "0 of 3 pods evicted; rerunning continues from here.")
+                            "1 of 3 pods evicted (1 of them still terminating); rerunning continues from here.")
     assert summarize_entries([s.result() for s in states]) == {"blocked": 2, "pending": 1, "terminating": 1}
+
+
+def test_at_the_deadline_a_pod_whose_answers_were_lost_is_what_the_cluster_shows_and_no_pdb_is_blamed():
+    states, queue, _in_flight = states_of(pod("gone"), pod("going"), pod("there"), pod("asked"))
+    for state in queue[:3]:
+        after_lost_answer(state, "Cannot reach the API server: Read timed out.", NOW, lambda: 0.5)
+        state.attempts = 1
+    queue[3].attempts, queue[3].detail = 1, "retrying: Cannot reach the API server: Read timed out."
+    pods = {"ns": [pod("going", deleting=True), pod("there"), pod("asked")]}
+    explain_blocked(queue, {"ns": [pdb("web", allowed=2)]}.get, pods.get)
+    assert (queue[0].outcome, queue[0].detail) == (Outcome.EVICTED, "its answer was lost; the cluster shows it gone")
+    assert queue[1].outcome is Outcome.TERMINATING
+    for state in queue[2:]:
+        assert state.outcome is Outcome.BLOCKED and "blocked by PDB" not in state.detail, state.detail
+        assert "Read timed out" in state.detail
+    message = timeout_message(states, 60.0)
+    assert "blocked by PDB" not in message
+    assert message.endswith("2 of 4 pods evicted (1 of them still terminating); rerunning continues from here.")

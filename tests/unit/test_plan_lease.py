@@ -6,8 +6,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     expires_at,
     held_lease,
     lease_decision,
+    lost_lease_message,
     refusal,
     released_lease,
+    renew_deadline,
+    renew_request_timeout,
+    renew_retry_seconds,
 )
 
 NOW = datetime.datetime(2026, 12, 3, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -47,10 +51,27 @@ def test_a_renewal_keeps_the_acquire_time_and_a_take_over_counts_a_transition():
     taken = held_lease("kubeops-rotation", "kube-system", "r2", "r2", later, 60, first)
     assert taken["spec"]["acquireTime"] == "2026-12-03T12:00:30.000000Z"
     assert taken["spec"]["leaseTransitions"] == transitions + 1
-    assert taken["metadata"]["annotations"] == {"kubeops.io/run-id": "r2"}
+    assert taken["metadata"]["annotations"] == {"kubeops.io/run-id": "r2", "kubeops.io/renew-deadline-seconds": "40"}
 
 
 def test_expiry_is_the_renewal_plus_the_duration_and_none_once_released():
     assert expires_at(lease(duration=90)) == NOW + datetime.timedelta(seconds=90)
     assert expires_at(released_lease(lease())) is None
     assert "kube-system/kubeops-rotation" in refusal(lease())
+
+
+def test_the_renew_deadline_leaves_a_third_of_the_duration_for_what_was_in_flight_and_attempts_fit_in_it():
+    for duration in (5, 15, 20, 60, 300, 3600):
+        deadline = renew_deadline(duration)
+        assert deadline == duration * 2 / 3
+        connect, read = renew_request_timeout(duration)
+        assert connect <= read and 3 * read <= deadline + 1e-9 or read == 1.0
+        assert 1.0 <= renew_retry_seconds(duration) <= 5.0 and renew_retry_seconds(duration) < deadline
+    assert renew_request_timeout(300) == (5.0, 10.0)
+
+
+def test_the_lost_lease_message_says_how_long_what_was_left_and_how_to_resume():
+    message = lost_lease_message("kubeops-rotation", "kube-system", 30, 20.4, "Cannot reach the API server: timed out")
+    assert message.startswith("Lost the Lease kube-system/kubeops-rotation: not renewed for 20 s, past its renew "
+                              "deadline of 20 s (it expires 30 s after the last renewal)")
+    assert "timed out" in message and "rerun with the same run id" in message

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,18 @@ CONNECTIONS = 16
 # Requests of one step about a node each (a patch, a delete, a list of its pods) sent at once: a rotation's batch
 # of 25 nodes, its 100 marked nodes, hundreds steered.
 NODE_REQUESTS_AT_ONCE = 8
+# Seconds to open a connection, and to wait for the next bytes of an answer: a connection that went silent (a NAT or
+# load balancer that forgot it) ends in a timeout, retried as a lost answer, instead of a wait for ever. A read or a
+# write is answered within the API server's own request timeout (60 s) far below this, admission webhooks included
+# (30 s at most); a page of 5,000 pods may take the server seconds to start.
+CONNECT_TIMEOUT = 10
+READ_TIMEOUT = 30
+LIST_READ_TIMEOUT = 60
+# TCP keepalive on every connection: a peer that vanished (a control-plane node gone mid-answer) is noticed in
+# about a minute (30 s idle, then 3 probes 10 s apart) even where no read timeout runs.
+KEEPALIVE_OPTIONS = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)] + [
+    (socket.IPPROTO_TCP, getattr(socket, name), value)
+    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)) if hasattr(socket, name)]
 # Objects in one page of a list: 4,000 pods came in 0.51 s in one page and 0.83 s in pages of 500 (kubectl's
 # chunk size), on the local control plane; a page stays bounded (about 20 MB of pods) on a very large cluster.
 LIST_PAGE_SIZE = 5000
@@ -100,6 +113,21 @@ def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent
     return min(delay, MAX_RETRY_DELAY)
 
 
+def request_timeout(method, query_names):
+    """(connect, read) seconds for a request that named no timeout of its own: longer for a page of a list
+    (a GET with ``limit`` among ``query_names``) than for a read or a write of one object."""
+    listing = method.upper() == "GET" and "limit" in query_names
+    return CONNECT_TIMEOUT, LIST_READ_TIMEOUT if listing else READ_TIMEOUT
+
+
+def query_names(url, query_params=None):
+    """The names of a request's query parameters, given as a list of pairs or in its URL."""
+    names = {name for name, _value in query_params or ()}
+    if "?" in url:
+        names.update(pair.split("=", 1)[0] for pair in url.split("?", 1)[1].split("&"))
+    return names
+
+
 def repeatable_write(method, url):
     """Whether a write whose answer was lost may be sent again as it is. The collection's patches set values or
     carry the object's resourceVersion, a repeated delete finds the object gone (404) and a repeated create finds
@@ -132,8 +160,21 @@ if k8s_client is not None:
     class RetryingApiClient(k8s_client.ApiClient):
         """ApiClient whose every request is counted, retried when transient, and impersonated."""
 
-        def __init__(self, configuration, impersonate_user=None, impersonate_groups=None, sleep=time.sleep):
+        def __init__(self, configuration, impersonate_user=None, impersonate_groups=None, sleep=time.sleep,
+                     clock=time.monotonic, retry_budget=RETRY_BUDGET_SECONDS, timeout=None):
             super().__init__(configuration)
+            pool_manager = getattr(self.rest_client, "pool_manager", None)
+            if pool_manager is not None:
+                pool_manager.connection_pool_kw["socket_options"] = \
+                    urllib3.connection.HTTPConnection.default_socket_options + KEEPALIVE_OPTIONS
+            self.impersonate_user = impersonate_user
+            self.impersonate_groups = impersonate_groups
+            # (connect, read) seconds of every request that names none; None: sized by request_timeout.
+            self.timeout = timeout
+            self.retry_budget = retry_budget
+            # Called before every request, in the requesting thread: raises to stop the run from acting (the
+            # Lease it no longer holds, engine.lease).
+            self.before_request = None
             # Names the collection in the API server's audit log and in API Priority and Fairness' flow matching.
             self.user_agent = USER_AGENT
             self.request_count = 0
@@ -146,6 +187,7 @@ if k8s_client is not None:
             # Whether the API server has answered once: until then a refused connection is not retried long.
             self.answered = False
             self._sleep = sleep
+            self._clock = clock
             self._impersonation = []
             if impersonate_user:
                 self._impersonation.append(("Impersonate-User", impersonate_user))
@@ -161,14 +203,19 @@ if k8s_client is not None:
                 merged.add(name, value)
             return merged
 
+        def _timeout(self, method, url, query_params=None):
+            return self.timeout or request_timeout(method, query_names(url, query_params))
+
         if LEGACY_GENERATOR:
             def request(self, method, url, query_params=None, headers=None, **kwargs):
                 headers = self._headers(headers)
+                kwargs["_request_timeout"] = kwargs.get("_request_timeout") or self._timeout(method, url, query_params)
                 return self._send(method, url, lambda: super(RetryingApiClient, self).request(
                     method, url, query_params=query_params, headers=headers, **kwargs))
         else:
             def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
                 header_params = self._headers(header_params)
+                _request_timeout = _request_timeout or self._timeout(method, url)
 
                 def send_once():
                     response = super(RetryingApiClient, self).call_api(
@@ -185,7 +232,12 @@ if k8s_client is not None:
                 return self._send(method, url, send_once)
 
         def _send(self, method, url, send_once):
-            """``send_once()`` counted, retried while transient, the Lease taken before the first write."""
+            """``send_once()`` counted, retried while transient, the Lease taken before the first write.
+
+            A request is repeated while the time spent on it (its attempts and the waits between them) stays
+            within ``retry_budget``: attempts that time out count in full."""
+            if self.before_request:
+                self.before_request(method)
             if method.upper() not in READ_METHODS and self.before_first_write:
                 # Writes from several threads wait here until the first of them has taken the Lease.
                 with self._first_write_lock:
@@ -197,18 +249,22 @@ if k8s_client is not None:
                 attempt += 1
                 with self._count_lock:  # rollout restarts make requests from several threads
                     self.request_count += 1
+                sent_at = self._clock()
                 try:
                     response = send_once()
                     self.answered = True
                     return response
                 except ApiException as exc:
                     self.answered = True
+                    waited += self._clock() - sent_at
                     retry_after = (exc.headers or {}).get("Retry-After")
-                    delay = retry_delay(method, attempt, exc.status, retry_after, waited)
+                    delay = retry_delay(method, attempt, exc.status, retry_after, waited, budget=self.retry_budget)
                     if delay is None:
                         raise
                 except urllib3.exceptions.HTTPError as exc:
-                    budget = RETRY_BUDGET_SECONDS if self.answered else FIRST_CONTACT_BUDGET_SECONDS
+                    waited += self._clock() - sent_at
+                    budget = self.retry_budget if self.answered else min(self.retry_budget,
+                                                                         FIRST_CONTACT_BUDGET_SECONDS)
                     sent = not never_sent(exc)
                     lost = sent and method.upper() not in READ_METHODS
                     if lost:
@@ -223,6 +279,15 @@ if k8s_client is not None:
                 waited += delay
                 with self._count_lock:
                     self.retries["requests"] += 1
+                if self.before_request:
+                    self.before_request(method)
+
+        def separate(self, timeout, retry_budget):
+            """A client of the same server, credentials and impersonation on connections of its own, whose every
+            request waits at most ``timeout`` (connect, read) and is repeated within ``retry_budget`` seconds: the
+            Lease's renewals, which a request hung on another connection must not hold up."""
+            return RetryingApiClient(self.configuration, self.impersonate_user, self.impersonate_groups,
+                                     sleep=self._sleep, clock=self._clock, retry_budget=retry_budget, timeout=timeout)
 
 
 def build_configuration(params):
@@ -458,6 +523,11 @@ class Client:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
+
+
+def separate_client(client, timeout, retry_budget):
+    """A Client like ``client`` on connections of its own (RetryingApiClient.separate)."""
+    return Client(client.api_client.separate(timeout, retry_budget))
 
 
 def new_client(params, sleep=time.sleep):

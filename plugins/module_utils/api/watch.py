@@ -10,7 +10,9 @@ import math
 import threading
 import time
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import CONNECT_TIMEOUT
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import KubeopsError
 
 try:
     import urllib3
@@ -32,17 +34,25 @@ class WatchExpired(Exception):
     the new one."""
 
 
+# One watch asks the server to end it after this many seconds at most; the caller opens the next one. The client
+# gives up WATCH_SILENCE_MARGIN seconds after that: a watch whose connection went silent ends as a broken one
+# (listed again) within WATCH_WINDOW_SECONDS + WATCH_SILENCE_MARGIN, not at the caller's deadline or never.
+WATCH_WINDOW_SECONDS = 60
+WATCH_SILENCE_MARGIN = 10
+
+
 def watch(list_method, resource_version, timeout, **kwargs):
-    """Yield (event type, object as dict) from a watch of ``list_method`` until ``timeout`` seconds pass.
+    """Yield (event type, object as dict) from a watch of ``list_method`` until ``timeout`` seconds pass, or
+    WATCH_WINDOW_SECONDS.
 
     Raises WatchExpired when the API server no longer has ``resource_version``
-    (HTTP 410); the caller lists again and watches from the new version.
+    (HTTP 410), or when the stream broke or went silent; the caller lists again and watches from the new version.
     """
     watcher = _JsonWatch()
+    seconds = max(1, int(math.ceil(min(timeout, WATCH_WINDOW_SECONDS))))
     try:
-        for event in watcher.stream(list_method, resource_version=resource_version,
-                                    timeout_seconds=max(1, int(math.ceil(timeout))),
-                                    _request_timeout=timeout + 10, **kwargs):
+        for event in watcher.stream(list_method, resource_version=resource_version, timeout_seconds=seconds,
+                                    _request_timeout=(CONNECT_TIMEOUT, seconds + WATCH_SILENCE_MARGIN), **kwargs):
             if event["type"] == "ERROR":
                 if (event.get("raw_object") or {}).get("code") == 410:
                     raise WatchExpired()
@@ -53,8 +63,8 @@ def watch(list_method, resource_version, timeout, **kwargs):
             raise WatchExpired()
         raise
     except urllib3.exceptions.HTTPError:
-        # The stream broke (the API server restarted, "Response ended prematurely"): what was missed is
-        # found by listing again, as after a 410.
+        # The stream broke (the API server restarted, "Response ended prematurely") or went silent past its read
+        # timeout: what was missed is found by listing again, as after a 410.
         raise WatchExpired()
     finally:
         watcher.stop()
@@ -193,8 +203,9 @@ class Followed:
                 if clock() - opened < 1:
                     # A watch that ends at once (a proxy's timeout) is not opened again and again: reads list instead.
                     return
-        except (ApiException, ConnectionFailed):
-            # A read lists again instead (snapshot).
+        except (ApiException, KubeopsError):
+            # A read lists again instead (snapshot), and meets there what stopped this thread (a refused list, a
+            # lost connection, a lost Lease).
             return
 
     def ready(self):

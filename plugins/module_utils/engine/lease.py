@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import separate_client
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import (
     create_lease,
@@ -19,7 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import
     replace_lease,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError, LeaseLost
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import (
@@ -27,7 +28,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     held_lease,
     holder_run_id,
     lease_decision,
+    lost_lease_message,
     released_lease,
+    renew_deadline,
+    renew_request_timeout,
+    renew_retry_seconds,
 )
 
 # A new progress line reaches the Lease at most this often (each is a write).
@@ -47,6 +52,52 @@ class LeaseSettings:
 
 def _now():
     return datetime.datetime.now(datetime.timezone.utc)
+
+
+class HeldLease:
+    """When this run last renewed its Lease (the clock read before the renewal was sent: it can only have landed
+    later), and whether it lost it. ``check`` runs before every request of the run."""
+
+    def __init__(self, settings, clock):
+        self.settings = settings
+        self.clock = clock
+        self.renewed_at = None
+        self.attempted_at = None
+        self.failure = None
+        self.lost = None
+
+    def attempt(self, take, first=False):
+        """Take or renew the Lease with ``take``; a failed renewal is remembered and tried again by the caller,
+        a refusal (another run took it over) loses it. The first take raises what it met."""
+        started = self.attempted_at = self.clock()
+        try:
+            take()
+        except Blocked as exc:
+            if first:
+                raise
+            self.lost = "Lost the Lease: another run took it over (%s). Stopped before the next request." % exc
+            return
+        except (ApiException, KubeopsError) as exc:
+            if first:
+                raise
+            self.failure = str(exc).split("\n", 1)[0]
+        else:
+            self.renewed_at, self.failure = started, None
+        self.expired()
+
+    def expired(self):
+        """Whether the Lease is lost: the renew deadline passed since the last renewal, or another run took it."""
+        if self.lost is None and self.renewed_at is not None:
+            silent = self.clock() - self.renewed_at
+            if silent >= renew_deadline(self.settings.duration):
+                self.lost = lost_lease_message(self.settings.name, self.settings.namespace, self.settings.duration,
+                                               silent, self.failure)
+        return self.lost is not None
+
+    def check(self, _method=None):
+        """Raise LeaseLost once the Lease is lost (expired)."""
+        if self.expired():
+            raise LeaseLost(self.lost)
 
 
 class LeaseKeeper:
@@ -105,46 +156,52 @@ class LeaseKeeper:
 
     @contextlib.contextmanager
     def kept(self, clock=time.monotonic):
-        """While the block runs, take the Lease just before its first write (a task that fails on a read,
-        or changes nothing, leaves the Lease alone) and renew it every third of its duration, and when the
-        progress line changed, at most every PROGRESS_EVERY_SECONDS, so that the Lease shows it; stop
-        renewing after (the Lease is kept: the run's last step releases it)."""
+        """While the block runs, hold the Lease: take it just before the block's first write (a task that fails
+        on a read, or changes nothing, leaves the Lease alone), then renew it every third of its duration, and
+        when the progress line changed at most every PROGRESS_EVERY_SECONDS, so that the Lease shows it. The
+        renewals go on connections of their own, each request bounded, so that a request hung elsewhere never
+        holds them up; a failed one is tried again every few seconds. Past the renew deadline since the last
+        renewal, every request of the block raises LeaseLost (HeldLease). Renewing stops after the block (the
+        Lease is kept: the run's last step releases it)."""
+        duration = self.settings.duration
+        renewals = LeaseKeeper(separate_client(self.client, renew_request_timeout(duration), 0), self.settings,
+                               self.now, self.progress)
+        held = HeldLease(self.settings, clock)
         stop = threading.Event()
         changed = threading.Event()
-        every = max(1.0, self.settings.duration / 3.0)
+        every = max(1.0, duration / 3.0)
 
         def renew():
-            renewed = clock()
-            while True:
-                due = renewed + (min(every, PROGRESS_EVERY_SECONDS) if changed.is_set() else every)
+            while not stop.is_set():
+                quiet = every if held.failure is None else renew_retry_seconds(duration)
+                due = held.attempted_at + (min(quiet, PROGRESS_EVERY_SECONDS) if changed.is_set() else quiet)
                 if changed.is_set():
                     stop.wait(max(0.0, due - clock()))
                 else:
                     changed.wait(max(0.0, due - clock()))  # a new line may bring the write closer
-                if stop.is_set():
-                    return
-                if clock() < due:
+                if stop.is_set() or clock() < due:
                     continue
                 changed.clear()
-                try:
-                    self.take()
-                except (ApiException, KubeopsError):  # a missed renewal is tried again at the next tick
-                    pass
-                renewed = clock()
+                held.attempt(renewals.take)
+                if held.expired():
+                    return
 
-        renewer = threading.Thread(target=renew, daemon=True)
+        renewer = threading.Thread(target=renew, name="lease-renewal", daemon=True)
 
         def before_first_write():
-            self.take()
+            held.attempt(renewals.take, first=True)
             renewer.start()
 
-        self.client.api_client.before_first_write = before_first_write
+        api_client = self.client.api_client
+        api_client.before_first_write = before_first_write
+        api_client.before_request = held.check
         stop_listening = self.progress.listen(lambda _line: changed.set())
         try:
-            yield
+            yield held
         finally:
             stop_listening()
-            self.client.api_client.before_first_write = None
+            api_client.before_first_write = None
+            api_client.before_request = None
             stop.set()
             changed.set()
             if renewer.is_alive():

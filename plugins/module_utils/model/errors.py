@@ -39,3 +39,8 @@ class Blocked(KubeopsError):
 
 class TimedOut(KubeopsError):
     """The deadline passed; ``result`` carries what was done so far."""
+
+
+class LeaseLost(KubeopsError):
+    """The run could not renew its Lease within the renew deadline, or another run took it over: it stopped
+    before its next request, so that two runs never act at once."""

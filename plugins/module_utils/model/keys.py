@@ -47,6 +47,8 @@ STEERING_TAINT_KEY = "kubeops.io/rebalancing"
 LEASE_NAME = "kubeops-rotation"
 LEASE_NAMESPACE = "kube-system"
 LEASE_RUN_ID = "kubeops.io/run-id"
+# On the Lease: seconds after a renewal past which its holder writes nothing more unless it renewed again.
+LEASE_RENEW_DEADLINE = "kubeops.io/renew-deadline-seconds"
 # On every node of a rotation from its start, PreferNoSchedule: no moved pod lands on a node that goes later.
 ROTATING_TAINT_KEY = "kubeops.io/rotating"
 # ... and this label, by which warm placeholders keep off the rotation's nodes: an autoscaler such as Karpenter

@@ -360,15 +360,28 @@ def progress_line(states, in_flight, queue, wait, now):
 
 
 def explain_blocked(states, pdbs_of, pods_of):
-    """At the deadline, say of each pod left why: still terminating, blocked by which PDBs and what they wait for,
-    or not attempted. ``pdbs_of(namespace)`` and ``pods_of(namespace)`` read the cluster when asked."""
+    """At the deadline, say of each pod left why: still terminating, blocked by which PDBs (only when its PDB
+    refused it) and what they wait for, its last refusal, or not attempted. A pod whose last answer was lost is
+    looked for first: gone or terminating, it was evicted. ``pdbs_of(namespace)`` and ``pods_of(namespace)`` read
+    the cluster when asked."""
     for state in states:
+        if state.uncertain and state.outcome is not Outcome.IN_FLIGHT:
+            current = [pod for pod in pods_of(state.namespace) if pod["metadata"].get("uid") == state.uid]
+            found = found_removed(current[0] if current else None)
+            if found is not None:
+                state.verb = Outcome.EVICTED if state.evicting else Outcome.DELETED
+                state.outcome = Outcome.IN_FLIGHT if found is Outcome.IN_FLIGHT else state.verb
+                state.detail = "its answer was lost; the cluster shows it %s" % (
+                    "terminating" if found is Outcome.IN_FLIGHT else "gone")
         if state.outcome is Outcome.IN_FLIGHT:
-            state.outcome, state.detail = Outcome.TERMINATING, "evicted but still terminating at the deadline"
+            state.outcome = Outcome.TERMINATING
+            state.detail = "evicted but still terminating at the deadline"
+            continue
+        if state.outcome in REMOVED:
             continue
         blocking = pdbs_for(state.pod, pdbs_of(state.namespace))
         state.pdbs = [describe_pdb(pdb) for pdb in blocking]
-        if (state.attempts or state.refused_by_pdb) and blocking:
+        if state.refused_by_pdb and blocking:
             shortfalls = [pdb_shortfall(pdb, pods_of(state.namespace)) for pdb in blocking]
             state.outcome = Outcome.BLOCKED
             state.detail = "blocked by " + "; ".join(
@@ -381,15 +394,18 @@ def explain_blocked(states, pdbs_of, pods_of):
 
 
 def timeout_message(states, total_seconds, waiting_for=""):
-    """The one-paragraph failure at the deadline: what is left, what blocked it, how to continue."""
+    """The one-paragraph failure at the deadline: what is left, what blocked it, how to continue. Pods evicted and
+    still terminating count as evicted."""
     left = [s for s in states if s.outcome in LEFT]
     done = sum(1 for s in states if s.outcome in REMOVED)
+    terminating = sum(1 for s in states if s.outcome is Outcome.TERMINATING)
     wanted = sum(1 for s in states if s.plan.removes)
     parts = ["%s on %s: %s" % (pod_key(s.pod), s.node, s.detail) for s in left]
     if waiting_for:
         parts.append("replacements not Ready: %s" % waiting_for)
-    return ("Timed out after %s s evicting: %s. %d of %d pods evicted; rerunning continues from here."
-            % (_seconds(total_seconds), "; ".join(parts), done, wanted))
+    return ("Timed out after %s s evicting: %s. %d of %d pods evicted%s; rerunning continues from here."
+            % (_seconds(total_seconds), "; ".join(parts), done + terminating, wanted,
+               " (%d of them still terminating)" % terminating if terminating else ""))
 
 
 def _seconds(value):

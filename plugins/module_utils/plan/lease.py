@@ -9,14 +9,53 @@ drain's). It may take the Lease when nobody holds it, when the holder's
 time ran out (a killed run stops renewing, so its Lease expires by itself),
 or when the holder is the same run id (a rerun after a kill continues at
 once). Anyone else is refused, told who holds it, since when and until when.
+
+A run holds it as client-go's leader election does: it renews every third
+of the duration, tries again every retry period when a renewal fails, and
+past the renew deadline (two thirds of the duration) since its last renewal
+it stops writing, so that it never acts while another run could already
+have taken the Lease over.
 """
 
 from __future__ import annotations
 
 import datetime
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_PROGRESS, LEASE_RUN_ID, MANAGED_BY
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
+    LEASE_PROGRESS,
+    LEASE_RENEW_DEADLINE,
+    LEASE_RUN_ID,
+    MANAGED_BY,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time, parse_time
+
+
+def renew_deadline(duration):
+    """Seconds after a renewal past which the holder writes nothing more: two thirds of the Lease's duration
+    (client-go's 10 s of 15), so that what it wrote last lands, and clocks that differ by a little agree, before
+    another run may take the Lease over."""
+    return duration * 2.0 / 3.0
+
+
+def renew_retry_seconds(duration):
+    """Seconds between attempts at a renewal that failed: a tenth of the duration, between 1 and 5 s."""
+    return min(5.0, max(1.0, duration / 10.0))
+
+
+def renew_request_timeout(duration):
+    """(connect, read) seconds of one renewal's request: a quarter of the renew deadline at most, so that
+    several attempts fit in it."""
+    longest = max(1.0, min(10.0, renew_deadline(duration) / 4.0))
+    return min(5.0, longest), longest
+
+
+def lost_lease_message(name, namespace, duration, silent_seconds, last_error):
+    """The one line of a run that stopped because it could not renew its Lease in time."""
+    return ("Lost the Lease %s/%s: not renewed for %d s, past its renew deadline of %d s (it expires %d s after the "
+            "last renewal)%s. Stopped before the next request, so that this run never acts beside another; what it "
+            "did so far is recorded on the cluster: rerun with the same run id to resume once the API server answers."
+            % (namespace, name, silent_seconds, renew_deadline(duration), duration,
+               "; the last attempt: %s" % last_error if last_error else ""))
 
 
 def expires_at(lease):
@@ -63,7 +102,7 @@ def held_lease(name, namespace, run_id, holder, now, duration, current=None, pro
     spec = (current or {}).get("spec") or {}
     ours = current is not None and spec.get("holderIdentity") and holder_run_id(current) == run_id
     metadata = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
-                "annotations": {LEASE_RUN_ID: run_id}}
+                "annotations": {LEASE_RUN_ID: run_id, LEASE_RENEW_DEADLINE: str(int(renew_deadline(duration)))}}
     if progress:
         metadata["annotations"][LEASE_PROGRESS] = progress
     if current is not None:

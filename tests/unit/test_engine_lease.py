@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import HeldLease, LeaseSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, LeaseLost
+
+SETTINGS = LeaseSettings(run_id="r1", holder="r1", duration=30)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def renewed():
+    return None
+
+
+def unreachable():
+    raise ConnectionFailed("Cannot reach the API server at https://k8s.example:6443: Read timed out.")
+
+
+def test_nothing_is_refused_before_the_lease_was_first_taken():
+    held = HeldLease(SETTINGS, Clock())
+    held.check("GET")
+    assert not held.expired()
+
+
+def test_the_first_take_raises_what_it_met():
+    held = HeldLease(SETTINGS, Clock())
+    with pytest.raises(ConnectionFailed):
+        held.attempt(unreachable, first=True)
+    assert held.renewed_at is None
+
+
+def test_failed_renewals_refuse_every_request_once_the_renew_deadline_passed_since_the_last_renewal():
+    clock = Clock()
+    held = HeldLease(SETTINGS, clock)
+    held.attempt(renewed, first=True)
+    clock.now += 10
+    held.attempt(unreachable)
+    clock.now += 9.9
+    held.check("POST")  # 19.9 s since the renewal: within the 20 s renew deadline
+    clock.now += 0.1
+    with pytest.raises(LeaseLost, match="not renewed for 20 s, past its renew deadline of 20 s .*Read timed out"):
+        held.check("GET")
+    held.attempt(renewed)  # too late: a run that lost the Lease does not act again
+    with pytest.raises(LeaseLost):
+        held.check("POST")
+
+
+def test_a_renewal_measured_from_when_it_was_sent():
+    clock = Clock()
+    held = HeldLease(SETTINGS, clock)
+
+    def slow():
+        clock.now += 5
+
+    held.attempt(slow, first=True)
+    assert held.renewed_at == 100.0
+
+
+def test_another_run_that_took_the_lease_over_stops_this_one_at_once():
+    held = HeldLease(SETTINGS, Clock())
+    held.attempt(renewed, first=True)
+
+    def refused():
+        raise Blocked("Another run holds the Lease kube-system/kubeops-rotation: r2")
+
+    held.attempt(refused)
+    with pytest.raises(LeaseLost, match="another run took it over .*r2"):
+        held.check("PATCH")
