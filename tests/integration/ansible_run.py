@@ -42,10 +42,10 @@ def ansible_playbook_command(*args):
 
 
 def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALLED_COLLECTIONS, check=False,
-                            inventory=None, background=False, environment=None):
+                            inventory=None, background=False, environment=None, output=None):
     """Run a playbook of the collection by name with extra vars; returns the CompletedProcess
-    (or, with ``background``, the running Popen). ``environment`` adds to ansible-playbook's environment
-    (a benchmark's callback settings, for example)."""
+    (or, with ``background``, the running Popen, whose output goes to the file ``output`` if given).
+    ``environment`` adds to ansible-playbook's environment (a benchmark's callback settings, for example)."""
     vars_file = os.path.join(str(work_dir), "extra-vars-%s.json" % uuid.uuid4().hex[:6])
     with open(vars_file, "w") as handle:
         json.dump(extra_vars, handle)
@@ -55,8 +55,9 @@ def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALL
     env = dict(ansible_environment(collections_path), **(environment or {}))
     if background:
         # A session of its own, so that a test can kill the whole process group, workers included, as AWX does.
-        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-                                env=env, start_new_session=True)
+        with open(output or os.devnull, "w") as sink:
+            return subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env,
+                                    start_new_session=True)
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import threading
 
@@ -223,3 +224,42 @@ def surge_leftovers(cluster, namespace):
     found.extend("pod %s still carries kubeops.io/leaving" % pod.metadata.name for pod in cluster.pods(namespace)
                  if "kubeops.io/leaving" in (pod.metadata.annotations or {}) and not pod.metadata.deletion_timestamp)
     return found
+
+
+class LeaseSampler:
+    """Reads the cluster's Lease every second, straight from the API server, while a play runs: ``oldest`` is the
+    most seconds a renewal of ``run_id``'s had aged at any sample while it held the Lease, ``renew_deadline`` the
+    deadline its holder wrote on it, ``samples`` how many reads found it held by that run."""
+
+    NAME, NAMESPACE = "kubeops-rotation", "kube-system"
+
+    def __init__(self, cluster, run_id):
+        self.cluster = cluster
+        self.run_id = run_id
+        self.oldest = 0.0
+        self.renew_deadline = None
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self):
+        while not self._stop.wait(1.0):
+            try:
+                lease = self.cluster.coordination.read_namespaced_lease(self.NAME, self.NAMESPACE)
+            except Exception:  # pylint: disable=broad-except  # not created yet
+                continue
+            annotations = lease.metadata.annotations or {}
+            if not lease.spec.holder_identity or annotations.get("kubeops.io/run-id") != self.run_id:
+                continue
+            self.samples += 1
+            self.renew_deadline = float(annotations["kubeops.io/renew-deadline-seconds"])
+            age = (datetime.datetime.now(datetime.timezone.utc) - lease.spec.renew_time).total_seconds()
+            self.oldest = max(self.oldest, age)

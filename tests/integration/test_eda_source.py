@@ -29,6 +29,7 @@ from kube import deployment, running_pods
 from kubernetes.client.rest import ApiException
 
 import cluster as local_cluster
+from flaky_proxy import FlakyProxy, kubeconfig_through
 
 SOURCE_FILE = os.path.join(INSTALLED_COLLECTIONS, "ansible_collections", "kubeops", "rotation", "extensions", "eda",
                            "plugins", "event_source", "new_nodes.py")
@@ -36,6 +37,8 @@ RULEBOOK_BIN = os.path.join(REPO, ".cache", "venv-rulebook", "bin")
 DEBOUNCE = 5.0
 # From the window's end to the event on the queue: the NodeClaim read and the loop's turn, on a busy machine.
 SLACK = 5.0
+# A watch whose connection went silent ends within this (api.watch: a window of 30 s, read timeout 10 s longer).
+SILENT_WATCH_SECONDS = 40
 
 
 class LogWatcher(logging.Handler):
@@ -225,6 +228,34 @@ def test_the_source_rides_through_an_api_server_outage_and_counts_nodes_that_joi
     assert event["new_nodes"] == sorted(new)
     assert any("Watching nodes failed" in line or "listing them again" in line for line in source_log.lines), \
         source_log.lines
+
+
+def test_the_source_lists_again_after_its_watch_went_silent_and_counts_nodes_that_join_after_it(
+        cluster, test_id, extra_nodes, source_log, tmp_path):
+    main = runpy.run_path(SOURCE_FILE)["main"]
+    new = ["%s-late-%d" % (test_id, index) for index in range(2)]
+    server = cluster.core.api_client.configuration.host.rsplit(":", 1)
+
+    async def scenario(proxy):
+        args = {"kubeconfig": kubeconfig_through(proxy, cluster.kubeconfig, tmp_path / "through-proxy"),
+                "label_selector": "%s=%s" % (TEST_LABEL, test_id), "debounce_seconds": DEBOUNCE}
+        async with running_source(main, args, source_log) as (queue, task):
+            # A NAT that forgets the watch's connection: nothing closes it, nothing comes through it any more.
+            proxy.cut()
+            await asyncio.sleep(1)
+            proxy.restore()
+            started = time.monotonic()
+            await asyncio.to_thread(lambda: [extra_nodes(name, {TEST_LABEL: test_id}) for name in new])
+            event = await asyncio.wait_for(
+                queue.get(), SILENT_WATCH_SECONDS + DEBOUNCE + SLACK + 20)
+            assert not task.done(), "the source is still running"
+            return event, time.monotonic() - started
+
+    with FlakyProxy(server[0].split("//")[1], int(server[1])) as proxy:
+        event, seconds = asyncio.run(scenario(proxy))
+    print("the event came %.0f s after the nodes joined; proxy: %s" % (seconds, proxy.stats))
+    assert event["new_nodes"] == sorted(new)
+    assert any("listing them again" in line for line in source_log.lines), source_log.lines
 
 
 def parse(moment):

@@ -1,7 +1,9 @@
 """Through a flaky network (tests/cluster/flaky_proxy.py between the collection and the API server: a share of
 the connections reset, of the answers stalled, and of the answers dropped after the request reached the server),
 a rotation, a drain and a rebalance pass finish, and nothing is done twice: evictions counted from the API server's own
-apiserver_request_total, restarts from the workloads, moved pods from their uids.
+apiserver_request_total, restarts from the workloads, moved pods from their uids. Through connections that go silent
+for good or trickle their answers, every call is bounded and the Lease stays fresh while the run acts; cut off from
+the API server, a run stops before its Lease expires and a rerun resumes.
 
 Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style.
 """
@@ -9,15 +11,19 @@ Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group styl
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 import urllib.parse
 
 import pytest
+from ansible_run import run_collection_playbook
 from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
+from kube import DisruptionWatcher, LeaseSampler, deployment, eviction_requests, evictions_since, pdb, running_pods
 from test_rebalance import APPS, piled_up, pods_per_node, steering_taints, uids, zoned_nodes
 from test_rotation_moves_once import RestartWatcher, assert_moved_once, protected_scenario
 
-from flaky_proxy import FlakyProxy
+from flaky_proxy import FlakyProxy, kubeconfig_through
 
 SHARES = {"reset": 0.03, "drop": 0.03, "stall": 0.03}
 
@@ -26,13 +32,9 @@ SHARES = {"reset": 0.03, "drop": 0.03, "stall": 0.03}
 def flaky(cluster, tmp_path):
     """(the proxy, a kubeconfig of the test cluster through it)."""
     with open(cluster.kubeconfig) as handle:
-        config = json.load(handle)
-    server = urllib.parse.urlsplit(config["clusters"][0]["cluster"]["server"])
+        server = urllib.parse.urlsplit(json.load(handle)["clusters"][0]["cluster"]["server"])
     with FlakyProxy(server.hostname, server.port, seed=26, stall_seconds=2, **SHARES) as proxy:
-        config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:%d" % proxy.port
-        path = tmp_path / "flaky-kubeconfig"
-        path.write_text(json.dumps(config))
-        yield proxy, str(path)
+        yield proxy, kubeconfig_through(proxy, cluster.kubeconfig, tmp_path / "flaky-kubeconfig")
 
 
 def test_a_rotation_through_a_flaky_network_moves_each_pod_once(cluster, test_id, flaky, tmp_path):
@@ -105,3 +107,81 @@ def test_a_rebalance_through_a_flaky_network_moves_each_planned_pod_once_and_lea
         assert max(counts.values()) - min(counts.values()) <= 1, (app, counts)
     assert steering_taints(cluster, old + new) == [], "the steering taints are gone"
     assert sum(step["api_retries"].values()) >= 1 and proxy.stats["drop"] >= 1, (step["api_retries"], proxy.stats)
+
+
+def web_under_pdb(cluster, namespace, make_nodes, test_id, replicas, max_unavailable):
+    """``replicas`` web pods on two old nodes under a PDB, two new nodes for them to go to; the old nodes' names."""
+    old = make_nodes(2, prefix="old")
+    cluster.apps.create_namespaced_deployment(namespace, deployment("web", replicas, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(
+        namespace, pdb("web", {"app": "web"}, max_unavailable=max_unavailable))
+    wait_until(lambda: running_pods(cluster, namespace, "app=web", replicas), 120, "%d web pods" % replicas)
+    make_nodes(2, prefix="new")
+    return old
+
+
+def drain_vars(kubeconfig, old, run_id, timeout, lease_seconds=300):
+    return {"kubeops_kubeconfig": kubeconfig, "drain_node_nodes": old, "drain_node_run_id": run_id,
+            "drain_node_timeout": timeout, "drain_node_lease_seconds": lease_seconds}
+
+
+def test_a_drain_through_connections_that_go_silent_or_trickle_ends_in_time_and_keeps_its_lease_fresh(
+        cluster, namespace, make_nodes, test_id, flaky, tmp_path):
+    proxy, kubeconfig = flaky
+    proxy.set_rates(reset=0, drop=0, stall=0)
+    old = web_under_pdb(cluster, namespace, make_nodes, test_id, 10, 2)
+    before = eviction_requests(cluster)
+    proxy.set_rates(reset=0.02, silent=0.04, slow=0.04)
+    started = time.monotonic()
+    with DisruptionWatcher(cluster, namespace) as watcher, LeaseSampler(cluster, test_id) as lease:
+        completed = run_collection_playbook("kubeops.rotation.drain_node", drain_vars(kubeconfig, old, test_id, 240),
+                                            str(tmp_path))
+    seconds = time.monotonic() - started
+    proxy.set_rates(reset=0, silent=0, slow=0)
+    print("faults:", proxy.stats, "seconds: %.0f" % seconds, "oldest Lease: %.1f s" % lease.oldest)
+    assert proxy.stats["silent"] >= 1 and proxy.stats["slow"] >= 1, proxy.stats
+    assert completed.returncode == 0, completed.stdout[-4000:]
+    assert seconds < 240 + 60, "within its timeout and a small margin"
+    assert evictions_since(cluster, before) == 10, "each pod evicted once"
+    assert watcher.min_ready["web"] >= 8, "the PDB (maxUnavailable 2) was crossed"
+    assert lease.samples and lease.oldest <= lease.renew_deadline, (lease.oldest, lease.renew_deadline)
+
+
+def test_a_drain_cut_off_from_the_api_server_stops_before_its_lease_expires_and_a_rerun_resumes(
+        cluster, namespace, make_nodes, test_id, flaky, tmp_path):
+    proxy, kubeconfig = flaky
+    proxy.set_rates(reset=0, drop=0, stall=0)
+    old = web_under_pdb(cluster, namespace, make_nodes, test_id, 10, 1)
+    before = eviction_requests(cluster)
+    lease_seconds = 30  # renew deadline 20 s
+    output = tmp_path / "cut-off-drain.log"
+    with DisruptionWatcher(cluster, namespace) as watcher:
+        first = run_collection_playbook("kubeops.rotation.drain_node", drain_vars(
+            kubeconfig, old, test_id, 240, lease_seconds), str(tmp_path), background=True, output=str(output))
+        try:
+            wait_until(lambda: evictions_since(cluster, before) >= 2, 120, "the drain to evict")
+            proxy.cut()
+            time.sleep(lease_seconds + 5)  # cut off for longer than the Lease's duration
+            proxy.restore()
+            evicted_while_cut = evictions_since(cluster, before)
+            assert lease_expired(cluster), "nothing renewed the Lease while the run was cut off"
+            first.wait(90)
+        finally:
+            if first.poll() is None:
+                os.killpg(first.pid, signal.SIGKILL)
+                first.wait()
+        log = output.read_text()
+        assert first.returncode not in (0, -signal.SIGKILL), log[-3000:]
+        assert "Lost the Lease kube-system/kubeops-rotation: not renewed for" in log, log[-3000:]
+        assert evictions_since(cluster, before) == evicted_while_cut < 10, "nothing evicted once the network was back"
+        completed = run_collection_playbook("kubeops.rotation.drain_node", drain_vars(
+            kubeconfig, old, test_id, 240, lease_seconds), str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-4000:]
+    assert evictions_since(cluster, before) == 10, "each pod evicted once over both runs"
+    assert watcher.min_ready["web"] >= 9, "the PDB (maxUnavailable 1) was crossed"
+
+
+def lease_expired(cluster):
+    lease = cluster.coordination.read_namespaced_lease("kubeops-rotation", "kube-system")
+    return not lease.spec.holder_identity or \
+        lease.spec.renew_time.timestamp() + lease.spec.lease_duration_seconds < time.time()

@@ -15,19 +15,21 @@ It prints a table of the kill points (the phases the cluster showed, and seconds
 invariants, and how many kills fell in each phase. The long form (the issue's: at least 30 runs, some killed
 twice):
 
-    .venv/bin/python tests/soak/kill_and_resume.py --runs 30 --seed 1 [--aim]
+    .venv/bin/python tests/soak/kill_and_resume.py --runs 30 --seed 1 [--aim] [--silent 0.03]
 
 starts a local control plane with the test provisioner (or uses --kubeconfig with KUBEOPS_TEST_PROVISIONER=1's
 provisioner running), first times one rotation without a kill, and kills each run within that time. With
 --aim, each run's first kill waits, after its random moment, for a phase, in turn: warm nodes, a surge, a
 StatefulSet's pod going, an eviction, steering taints, a node just retired, the Lease just renewed, cordoned
-nodes. The test
+nodes. With --silent, the rotations reach the API server through tests/cluster/flaky_proxy.py, where that share
+of requests meets a connection that goes silent for good and as many a trickled answer. The test
 suite runs a small seeded form (tests/integration/test_soak.py). Needs `make venv cluster-bin collection`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -48,6 +50,7 @@ from kube import DisruptionWatcher, deployment, pdb, stateful_set, surge_leftove
 from test_rotation_moves_once import DO_NOT_DISRUPT, ZONE, RestartWatcher, Scenario, events_about  # noqa: E402
 
 from fakenodes import fake_node  # noqa: E402
+from flaky_proxy import FlakyProxy, kubeconfig_through  # noqa: E402
 
 LEASE = ("kube-system", "kubeops-rotation")
 LEFT_KEYS = ("kubeops.io/rebalancing", "kubeops.io/rotating")
@@ -213,11 +216,13 @@ def kill_and_see(cluster, scenario, work_dir, rng, expected_seconds, aim=None):
     return point
 
 
-def one_run(cluster, index, rng, expected_seconds, scale, work_dir, aimed=False):
+def one_run(cluster, index, rng, expected_seconds, scale, work_dir, aimed=False, kubeconfig=None):
     """Build, rotate with kills, finish, check. Returns the run's record. ``aimed``: the first kill waits for a
-    phase of AIMS, in turn by the run's index."""
+    phase of AIMS, in turn by the run's index. ``kubeconfig``: the rotations' own (through a flaky network)."""
     run_id = "s%02d%s" % (index, uuid.uuid4().hex[:4])
     scenario = SoakScenario(cluster, run_id, scale)
+    if kubeconfig:
+        scenario.rotation["kubeops_kubeconfig"] = kubeconfig
     record = {"run": index, "kills": [], "violations": {}}
     try:
         scenario.build()
@@ -302,10 +307,30 @@ def calibrate(cluster, scale, work_dir):
         delete_pool_nodes(cluster)
 
 
+@contextlib.contextmanager
+def rotations_network(cluster, seed, silent, work_dir):
+    """The kubeconfig the rotations use: the cluster's own (None), or with ``silent`` above 0 one through
+    tests/cluster/flaky_proxy.py, where that share of the requests meets a connection that goes silent for good and
+    as many a trickled answer."""
+    if not silent:
+        yield None
+        return
+    with open(cluster.kubeconfig) as handle:
+        host, port = json.load(handle)["clusters"][0]["cluster"]["server"].split("//")[1].rsplit(":", 1)
+    with FlakyProxy(host, int(port), seed=seed, silent=silent, slow=silent) as proxy:
+        yield kubeconfig_through(proxy, cluster.kubeconfig, os.path.join(work_dir, "flaky-kubeconfig"))
+
+
 def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, minutes=None, report=print,
-         aimed=False):
-    """The runs' records; stops starting runs after ``minutes``. ``aimed``: see one_run."""
+         aimed=False, silent=0.0):
+    """The runs' records; stops starting runs after ``minutes``. ``aimed``: see one_run; ``silent``:
+    rotations_network."""
     work_dir = work_dir or tempfile.mkdtemp(prefix="kubeops-soak-")
+    with rotations_network(cluster, seed, silent, work_dir) as kubeconfig:
+        return _soak(cluster, seed, runs, scale, expected_seconds, work_dir, minutes, report, aimed, kubeconfig)
+
+
+def _soak(cluster, seed, runs, scale, expected_seconds, work_dir, minutes, report, aimed, kubeconfig):
     expected_seconds = expected_seconds or calibrate(cluster, scale, work_dir)
     report("one rotation without a kill: %.0f s; kills fall within it" % expected_seconds)
     rng = random.Random(seed)
@@ -315,7 +340,7 @@ def soak(cluster, seed, runs, scale=1, expected_seconds=None, work_dir=None, min
         if deadline and time.monotonic() > deadline:
             report("stopped after %d runs: the %d minutes are up" % (len(records), minutes))
             break
-        records.append(one_run(cluster, index, rng, expected_seconds, scale, work_dir, aimed))
+        records.append(one_run(cluster, index, rng, expected_seconds, scale, work_dir, aimed, kubeconfig))
         report("run %d: kills %s, %s" % (index, records[-1]["kills"], records[-1]["violations"] or "all invariants hold"))
     return records
 
@@ -330,14 +355,17 @@ def main(argv=None):
     parser.add_argument("--kubeconfig", help="a cluster of your own with the test provisioner running")
     parser.add_argument("--aim", action="store_true",
                         help="each run's first kill waits for a phase (%s), in turn" % ", ".join(AIMS))
+    parser.add_argument("--silent", type=float, default=0.0,
+                        help="share of requests whose connection goes silent for good (and of answers trickled)")
     parser.add_argument("--json", help="write the records here")
     args = parser.parse_args(argv)
+    options = dict(minutes=args.minutes, aimed=args.aim, silent=args.silent)
     if args.kubeconfig:
         records = soak(Cluster(args.kubeconfig, "kubectl", True), args.seed, args.runs, args.scale,
-                       args.expected_seconds, minutes=args.minutes, aimed=args.aim)
+                       args.expected_seconds, **options)
     else:
         with local_control_plane(tempfile.mkdtemp(prefix="kubeops-soak-cluster-")) as (cluster, _state):
-            records = soak(cluster, args.seed, args.runs, args.scale, args.expected_seconds, minutes=args.minutes, aimed=args.aim)
+            records = soak(cluster, args.seed, args.runs, args.scale, args.expected_seconds, **options)
     print(table(records))
     if args.json:
         with open(args.json, "w") as handle:

@@ -37,7 +37,7 @@ class WatchExpired(Exception):
 # One watch asks the server to end it after this many seconds at most; the caller opens the next one. The client
 # gives up WATCH_SILENCE_MARGIN seconds after that: a watch whose connection went silent ends as a broken one
 # (listed again) within WATCH_WINDOW_SECONDS + WATCH_SILENCE_MARGIN, not at the caller's deadline or never.
-WATCH_WINDOW_SECONDS = 60
+WATCH_WINDOW_SECONDS = 30
 WATCH_SILENCE_MARGIN = 10
 
 

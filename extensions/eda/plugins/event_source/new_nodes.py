@@ -265,7 +265,7 @@ EXAMPLES = r"""
 
 LOGGER = logging.getLogger("kubeops.rotation.new_nodes")
 
-# A watch ends after this long and is opened again from where it was; a stop waits for it at most this long.
+# The nodes are watched this long at a time, each watch within api.watch's window (a silent one ends after it).
 WATCH_SECONDS = 120
 NODECLAIM_RECHECK_SECONDS = 600
 
@@ -295,7 +295,11 @@ try:
     )
     from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
     from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import served_node_claims
-    from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED, Informer
+    from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
+        RELISTED,
+        WATCH_WINDOW_SECONDS,
+        Informer,
+    )
     from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
     from ansible_collections.kubeops.rotation.plugins.module_utils.plan.node_events import (
         Backoff,
@@ -348,7 +352,7 @@ def follow_nodes(client, label_selector, deliver, stop, backoff=None):
         return stop.is_set()
 
     def ended(seconds, quiet):
-        if quiet and seconds < WATCH_SECONDS / 2:  # one that ends at once, again and again (a proxy's timeout)
+        if quiet and seconds < WATCH_WINDOW_SECONDS / 2:  # one that ends at once, again and again (a proxy's timeout)
             return stop.wait(backoff.next())
         backoff.reset()  # a watch that ran its time: open it again from where it was
         return stop.is_set()
