@@ -371,7 +371,7 @@ class _Generator:
 
 # Placement's reasons to refuse a node, by how Room.why_not starts them.
 REASONS = {"node selector, affinity or tolerations": NO_MATCH, "room": "no node has room",
-           "anti-affinity": "hostname anti-affinity", "topology spread": "its topology spread constraint"}
+           "anti-affinity": "its pod anti-affinity", "topology spread": "its topology spread constraint"}
 
 
 def resident_on(resident, node):

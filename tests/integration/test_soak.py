@@ -1,6 +1,7 @@
 """The kill-and-resume soak (tests/soak/kill_and_resume.py) in a small seeded form: two rotations of the
 protected workloads, each SIGKILLed at a seeded moment (once or twice) and run again to the end, through a network
-where some connections go silent for good and some answers trickle, and every invariant read from the cluster. The long form, at least 30 runs, is one command (see the soak's docstring).
+where some connections go silent for good and some answers trickle, and every invariant read from the cluster.
+The long form, at least 30 runs, is one command (see the soak's docstring).
 
 Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group style.
 """

@@ -27,6 +27,8 @@ from builders import pod
     ("2e-3", 0.002),
     (" 4 ", 4.0),
     ("-1", -1.0),
+    ("500n", 5e-7),
+    ("250u", 2.5e-4),
 ])
 def test_quantities_are_base_units(text, value):
     assert parse_quantity(text) == pytest.approx(value)
@@ -47,7 +49,19 @@ def test_requests_are_the_sum_of_the_containers_and_one_pod():
     subject = pod(containers=[{"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
                               {"name": "b", "resources": {"requests": {"cpu": "400m", "ephemeral-storage": "1Gi"}}},
                               {"name": "c"}])
-    assert pod_requests(subject) == {"cpu": pytest.approx(0.5), "memory": 64 * 2 ** 20, "pods": 1.0}
+    assert pod_requests(subject) == {"cpu": pytest.approx(0.5), "memory": 64 * 2 ** 20, "pods": 1.0,
+                                     "ephemeral-storage": 2 ** 30}
+
+
+def test_every_resource_a_node_advertises_or_a_pod_requests_is_counted():
+    assert resource_amounts({"cpu": "4", "example.com/gpu": "2", "hugepages-2Mi": "1Gi"}) == {
+        "cpu": 4.0, "memory": 0, "pods": 0, "example.com/gpu": 2.0, "hugepages-2Mi": 2 ** 30}
+    subject = pod(cpu="1", containers=[
+        {"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "1"}}},
+        {"name": "b", "resources": {"requests": {"example.com/gpu": "1", "pods": "5"}}}])
+    assert pod_requests(subject) == {"cpu": 1.0, "memory": 0.0, "pods": 1.0, "example.com/gpu": 2.0}
+    assert amount_text("example.com/gpu", 2.0) == "2 example.com/gpu"
+    assert amount_text("hugepages-2Mi", 2 ** 30) == "1 GiB"
 
 
 def test_a_larger_init_container_decides_per_resource():

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import OwnerCache, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import PdbIndex, pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES, amount_text, pod_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import index_label, selector_matches
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
     NO_MATCH,
@@ -19,10 +19,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement im
     domain_counts,
     fit,
     hard_spread_constraints,
-    anti_affinity_hit,
     counts_itself,
-    hostname_anti_affinity_terms,
+    host_ports,
+    inter_pod_refusal,
     node_accepts,
+    ports_clash,
+    ports_reason,
+    room_reason,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.duplicates import DuplicateTargets
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
@@ -50,8 +53,34 @@ def ssd_only():
 
 
 def some_node(rng, name):
-    return node(name, zone=rng.choice(("a", "b", "c", None)), cpu=str(rng.choice((1, 2, 4))), pods="6",
+    made = node(name, zone=rng.choice(("a", "b", "c", None)), cpu=str(rng.choice((1, 2, 4))), pods="6",
                 labels={"disk": "ssd"} if rng.random() < 0.5 else {}, taints=[GPU] if rng.random() < 0.15 else [])
+    if rng.random() < 0.3:
+        made["status"]["allocatable"]["example.com/gpu"] = str(rng.choice((1, 2)))
+    return made
+
+
+def pod_term(rng, kind):
+    """A required pod affinity or anti-affinity term against one of APPS, by zone or hostname, at random in the
+    pod's namespace or in every one."""
+    term = {"topologyKey": rng.choice((ZONE, HOSTNAME)), "labelSelector": {"matchLabels": {"app": rng.choice(APPS)}}}
+    if rng.random() < 0.2:
+        term["namespaceSelector"] = {}
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def with_extras(rng, made):
+    """``made`` (a pod) with, at random, pod (anti-)affinity on any key, a GPU and a host port."""
+    spec = made["spec"]
+    if rng.random() < 0.25:
+        spec["affinity"] = dict(spec.get("affinity") or {}, **pod_term(rng, "podAntiAffinity"))
+    if rng.random() < 0.15:
+        spec["affinity"] = dict(spec.get("affinity") or {}, **pod_term(rng, "podAffinity"))
+    if rng.random() < 0.15:
+        spec["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
+    if rng.random() < 0.1:
+        spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": rng.choice((8080, 9090))}]
+    return made
 
 
 def some_pod(rng, name, node_name):
@@ -72,8 +101,8 @@ def some_pod(rng, name, node_name):
         spec["nodeSelector"] = {"disk": "ssd"}
     if rng.random() < 0.2:
         spec["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
-    return pod(name, node_name, app=app, namespace=rng.choice(("ns", "other")), cpu=rng.choice(("100m", "500m", "1")),
-               **spec)
+    return with_extras(rng, pod(name, node_name, app=app, namespace=rng.choice(("ns", "other")),
+                                cpu=rng.choice(("100m", "500m", "1")), **spec))
 
 
 def why_not_by_recount(room, subject, name):
@@ -81,12 +110,15 @@ def why_not_by_recount(room, subject, name):
     candidate = room.nodes[name]
     if not node_accepts(subject, candidate):
         return NO_MATCH
-    if anti_affinity_hit(hostname_anti_affinity_terms(subject), room.pods_by_node[name]):
-        return "hostname anti-affinity leaves no node"
+    refusal = inter_pod_refusal(subject, candidate, room.nodes, room.pods_by_node)
+    if refusal is not None:
+        return refusal
+    wanted = host_ports(subject)
+    if wanted and any(ports_clash(wanted, host_ports(other)) for other in room.pods_by_node[name]):
+        return ports_reason(wanted)
     requests = pod_requests(subject)
-    if any(room.free[name][resource] + 1e-9 < requests[resource] for resource in RESOURCES):
-        return "no node has room for its requests (%s, %s)" % (
-            amount_text("cpu", requests["cpu"]), amount_text("memory", requests["memory"]))
+    if any(room.free[name].get(resource, 0) + 1e-9 < value for resource, value in requests.items()):
+        return room_reason(requests)
     for constraint in hard_spread_constraints(subject):
         counts = domain_counts(subject, constraint, room.nodes.values(), room.pods_by_node)
         domain = candidate["metadata"]["labels"].get(constraint.get("topologyKey"))

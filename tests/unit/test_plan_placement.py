@@ -117,7 +117,7 @@ def test_room_says_why_a_pod_may_not_go_to_a_node():
                 [pod("db-0", app="db"), pod("big", "n3", cpu="3")])
     assert room.why_not(pod("web"), "n1") is None
     assert room.why_not(pod("web"), "n2") == "no node matches its node selector, affinity or tolerations"
-    assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n1") == "hostname anti-affinity leaves no node"
+    assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n1") == "its pod anti-affinity on kubernetes.io/hostname leaves no node"
     assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n3") is None
     assert room.why_not(pod("huge", cpu="2", memory="1Gi"), "n3") == \
         "no node has room for its requests (2 CPU, 1 GiB)"
@@ -147,7 +147,7 @@ def test_fit_respects_requests_selectors_taints_and_hostname_anti_affinity():
     placement, unplaced = fit(pods, nodes, residents)
     assert placement["ns/big"] == "ssd" and placement["ns/needs-ssd"] == "ssd"
     assert {placement["ns/db-0"], placement["ns/db-1"]} == {"small", "ssd"}
-    assert unplaced == [{"pod": "ns/db-2", "reason": "hostname anti-affinity leaves no node"}]
+    assert unplaced == [{"pod": "ns/db-2", "reason": "its pod anti-affinity on kubernetes.io/hostname leaves no node"}]
     assert [p["metadata"]["name"] for p in residents] == ["resident"], "fit leaves its inputs alone"
 
 
@@ -191,7 +191,8 @@ def test_anti_affinity_counts_the_pods_own_namespace_unless_the_term_names_other
                              [cache_elsewhere])
     assert anti_affinity_hit(hostname_anti_affinity_terms(subject(namespaceSelector={}, **by_label)),
                              [cache_elsewhere])
-    assert hostname_anti_affinity_terms(subject()) == [], "a term without a label selector selects no pod"
+    assert not anti_affinity_hit(hostname_anti_affinity_terms(subject()), [cache_elsewhere, pod("x", "n1")]), \
+        "a term without a label selector selects no pod"
 
 
 def test_a_pod_adds_to_its_spread_count_only_when_its_constraint_selects_it():

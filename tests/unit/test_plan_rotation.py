@@ -443,7 +443,7 @@ def test_warm_nodes_are_added_one_at_a_time_while_hostname_anti_affinity_leaves_
     unwarmed = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, dataclasses.replace(settings, template_allocatable=None),
                              NOW)
     assert [entry["reason"] for entry in unwarmed["batches"][0]["unplaced"]] == [
-        "hostname anti-affinity leaves no node"] * 2
+        "its pod anti-affinity on kubernetes.io/hostname leaves no node"] * 2
 
 
 def test_pods_whose_volumes_are_bound_to_a_zone_are_placed_with_the_batch_and_warmed_for_node_by_node():

@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 import re
 
+# What every node and pod is counted in; a node may advertise more (ephemeral-storage, hugepages-2Mi,
+# nvidia.com/gpu), which a pod that requests them needs as well.
 RESOURCES = ("cpu", "memory", "pods")
-_SUFFIXES = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+_SUFFIXES = {"": 1, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
              "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
@@ -26,14 +28,24 @@ def parse_quantity(text):
 
 
 def resource_amounts(quantities):
-    """cpu, memory and pods of a resource list ({"cpu": "4", ...}) as numbers; a missing resource is 0."""
+    """Every resource of a resource list ({"cpu": "4", "nvidia.com/gpu": "8", ...}) as numbers; cpu, memory and
+    pods are there even when missing (0)."""
     quantities = quantities or {}
-    return {resource: parse_quantity(quantities.get(resource, 0)) for resource in RESOURCES}
+    amounts = {resource: parse_quantity(value) for resource, value in quantities.items()}
+    for resource in RESOURCES:
+        amounts.setdefault(resource, 0.0)
+    return amounts
 
 
 def _requests(container, resource):
     requests = (container.get("resources") or {}).get("requests") or {}
     return parse_quantity(requests[resource]) if resource in requests else 0.0
+
+
+def _requested(containers):
+    """Every resource some container requests, beyond cpu, memory and pods (which every pod is counted in)."""
+    return {resource for container in containers for resource in
+            ((container.get("resources") or {}).get("requests") or {})} - {"cpu", "memory", "pods"}
 
 
 def pod_requests(pod):
@@ -43,7 +55,10 @@ def pod_requests(pod):
     pod counts 1 against "pods"."""
     spec = pod.get("spec") or {}
     counted = {"pods": 1.0}
-    for resource in ("cpu", "memory"):
+    overhead = spec.get("overhead") or {}
+    extended = _requested(list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())) | \
+        (set(overhead) - {"cpu", "memory", "pods"})
+    for resource in ("cpu", "memory", *sorted(extended)):
         running = sum(_requests(container, resource) for container in spec.get("containers") or ())
         sidecars = peak = 0.0
         for container in spec.get("initContainers") or ():
@@ -53,18 +68,20 @@ def pod_requests(pod):
                 peak = max(peak, sidecars)
             else:
                 peak = max(peak, _requests(container, resource) + sidecars)
-        overhead = spec.get("overhead") or {}
         counted[resource] = max(running, peak) + (parse_quantity(overhead[resource]) if resource in overhead else 0.0)
     return counted
 
 
 def amount_text(resource, value):
-    """An amount for people: cpu in cores or millicores ("3.5 CPU", "250m CPU"), memory in binary units
-    ("8 GiB", "512 MiB"), pods as a count."""
+    """An amount for people: cpu in cores or millicores ("3.5 CPU", "250m CPU"), memory, ephemeral-storage and
+    hugepages in binary units ("8 GiB", "512 MiB"), pods as a count, any other resource as a count and its name
+    ("2 nvidia.com/gpu")."""
     if resource == "cpu":
         return "%g CPU" % round(value, 3) if value >= 1 or value == 0 else "%dm CPU" % round(value * 1000)
     if resource == "pods":
         return "%d pods" % value
+    if resource not in ("memory", "ephemeral-storage") and not resource.startswith("hugepages-"):
+        return "%g %s" % (round(value, 3), resource)
     for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if value >= size:
             return "%g %s" % (round(value / size, 1), unit)

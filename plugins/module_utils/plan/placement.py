@@ -4,15 +4,20 @@
 
 """Pure fit checks: whether a pod may run on a node, as the scheduler's filters would decide.
 
-Requests against allocatable, node selectors and required node affinity,
-taints and tolerations, required hostname pod anti-affinity, and the pod's
-own DoNotSchedule topology spread constraints. Both the rotation plan and the
-rebalance plan place pods through ``Room``, so both agree on what fits.
+Requests of every resource against allocatable (cpu, memory, pods, and any a
+node advertises: extended resources, hugepages, ephemeral-storage), host
+ports, node selectors and required node affinity, taints and tolerations,
+required pod anti-affinity and pod affinity on any topology key, both the
+pod's own and that of the pods already there, and the pod's own
+DoNotSchedule topology spread constraints. Both the rotation plan and the
+rebalance plan place pods through ``Room``, so both agree on what fits;
+``unmodelled`` names what a pod asks for that these checks do not know.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 import json
 import types
 
@@ -27,6 +32,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
     RESOURCES,
     amount_text,
+    amounts_text,
     pod_requests,
     resource_amounts,
 )
@@ -95,24 +101,130 @@ def in_zones(node, zones):
     return zone_of(node) in zones.split(",")
 
 
-def hostname_anti_affinity_terms(pod):
-    """(label selector, namespaces) of each required hostname anti-affinity term of the pod, as the scheduler
-    reads them: the pod's own namespace unless the term names others; None (every namespace) for a
-    namespaceSelector, which a plan cannot evaluate without the namespaces' labels, so it errs on the careful
-    side. A term without a label selector selects no pod and is left out."""
-    terms = (((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}).get(
+# One required pod (anti-)affinity term, as the scheduler reads it: its label selector (None selects no pod), the
+# namespaces whose pods it selects (None: every one), and its topology key.
+PodTerm = collections.namedtuple("PodTerm", "selector namespaces topology_key")
+
+
+def required_pod_terms(pod, kind):
+    """The PodTerms of the pod's required ``kind`` ("podAffinity" or "podAntiAffinity") terms. A term selects pods
+    of the pod's own namespace unless it names others; a namespaceSelector (which a plan cannot evaluate without
+    the namespaces' labels) is read as every namespace: the careful side for anti-affinity (see ``unmodelled``
+    for affinity)."""
+    terms = (((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution") or []
     own = (pod.get("metadata") or {}).get("namespace")
-    return [(term["labelSelector"], None if term.get("namespaceSelector") is not None
-             else frozenset(term.get("namespaces") or [own]))
-            for term in terms if term.get("topologyKey") == HOSTNAME_LABEL and term.get("labelSelector") is not None]
+    return [PodTerm(term.get("labelSelector"), None if term.get("namespaceSelector") is not None
+                    else frozenset(term.get("namespaces") or [own]), term.get("topologyKey"))
+            for term in terms]
+
+
+def term_selects(term, pod):
+    """Whether PodTerm ``term`` selects ``pod``."""
+    metadata = pod.get("metadata") or {}
+    return term.selector is not None and selector_matches(term.selector, metadata.get("labels")) and \
+        (term.namespaces is None or metadata.get("namespace") in term.namespaces)
+
+
+def hostname_anti_affinity_terms(pod):
+    """The pod's required anti-affinity PodTerms on the node itself (kubernetes.io/hostname)."""
+    return [term for term in required_pod_terms(pod, "podAntiAffinity") if term.topology_key == HOSTNAME_LABEL]
 
 
 def anti_affinity_hit(terms, pods):
-    """Whether one of ``pods`` matches one of the anti-affinity ``terms`` (hostname_anti_affinity_terms)."""
-    return any(selector_matches(selector, (other.get("metadata") or {}).get("labels"))
-               and (namespaces is None or (other.get("metadata") or {}).get("namespace") in namespaces)
-               for selector, namespaces in terms for other in pods)
+    """Whether one of ``pods`` matches one of the anti-affinity ``terms`` (PodTerms)."""
+    return any(term_selects(term, other) for term in terms for other in pods)
+
+
+def host_ports(pod):
+    """(protocol, port, host IP) of each host port the pod's containers take."""
+    return {(port.get("protocol") or "TCP", port["hostPort"], port.get("hostIP") or "0.0.0.0")
+            for container in (pod.get("spec") or {}).get("containers") or ()
+            for port in container.get("ports") or () if port.get("hostPort")}
+
+
+def ports_clash(wanted, taken):
+    """Whether a host port of ``wanted`` is one of ``taken`` (host_ports): same protocol and port, and the same
+    host IP or either on every address."""
+    return any(protocol == other_protocol and port == other_port and
+               (address == other_address or "0.0.0.0" in (address, other_address))
+               for protocol, port, address in wanted for other_protocol, other_port, other_address in taken)
+
+
+def _domain(node, key):
+    return node_labels(node).get(key)
+
+
+def inter_pod_refusal(pod, node, nodes, pods_by_node):
+    """Why the required pod affinity and anti-affinity rules keep ``pod`` off ``node``, or None, counted from every
+    pod of ``nodes`` (name -> node; ``pods_by_node``: name -> pods) as the scheduler's InterPodAffinity filter
+    counts them: the pod's own anti-affinity (no selected pod in the node's domain of the term's key), the
+    anti-affinity of every pod there (the pod is not selected by a term of a pod in the node's domain of that
+    term's key), and the pod's own affinity (the node has every term's key, and in each of those domains runs a
+    pod that all the terms select; or, when no pod anywhere is selected by all of them, the pod selects itself)."""
+    located = [(other, nodes[name]) for name, pods in pods_by_node.items() if name in nodes for other in pods]
+    for term in required_pod_terms(pod, "podAntiAffinity"):
+        domain = _domain(node, term.topology_key)
+        if domain is not None and any(term_selects(term, other) and _domain(where, term.topology_key) == domain
+                                      for other, where in located):
+            return anti_affinity_reason(term)
+    holders = sorted((pod_key(other), resident_anti_affinity_reason(other, term)) for other, where in located
+                     for term in required_pod_terms(other, "podAntiAffinity")
+                     if _domain(where, term.topology_key) is not None
+                     and _domain(node, term.topology_key) == _domain(where, term.topology_key)
+                     and term_selects(term, pod))
+    if holders:
+        return holders[0][1]
+    terms = required_pod_terms(pod, "podAffinity")
+    if not terms:
+        return None
+    if any(_domain(node, term.topology_key) is None for term in terms):
+        return affinity_reason(terms)
+    selected = [(other, where) for other, where in located if all(term_selects(term, other) for term in terms)]
+    counted = [(other, where) for other, where in selected
+               if any(_domain(where, term.topology_key) is not None for term in terms)]
+    if not counted:
+        return None if all(term_selects(term, pod) for term in terms) else affinity_reason(terms)
+    for term in terms:
+        if not any(_domain(where, term.topology_key) == _domain(node, term.topology_key) for _other, where in counted):
+            return affinity_reason(terms)
+    return None
+
+
+def anti_affinity_reason(term):
+    return "its pod anti-affinity on %s leaves no node" % term.topology_key
+
+
+def resident_anti_affinity_reason(resident, term):
+    return "the pod anti-affinity of %s on %s leaves no node" % (pod_key(resident), term.topology_key)
+
+
+def affinity_reason(terms):
+    return "its pod affinity on %s finds no node" % ", ".join(sorted({term.topology_key for term in terms}))
+
+
+def unmodelled(pod):
+    """The scheduling rules ``pod`` asks for that the fit checks do not model, by name: the plan may believe it
+    fits where the scheduler disagrees (or the other way round), so the plan says so for the pods concerned."""
+    spec = pod.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    found = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        for term in (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if term.get("matchLabelKeys") or term.get("mismatchLabelKeys"):
+                found.append("%s matchLabelKeys" % kind)
+            namespaces = term.get("namespaceSelector") or {}
+            if kind == "podAffinity" and (namespaces.get("matchLabels") or namespaces.get("matchExpressions")):
+                found.append("podAffinity namespaceSelector")
+    for constraint in hard_spread_constraints(pod):
+        for field in ("minDomains", "matchLabelKeys"):
+            if constraint.get(field):
+                found.append("topologySpreadConstraints %s" % field)
+        if constraint.get("nodeAffinityPolicy") == "Ignore" or constraint.get("nodeTaintsPolicy") == "Honor":
+            found.append("topologySpreadConstraints node policies")
+    if spec.get("resourceClaims"):
+        found.append("dynamic resource claims")
+    return sorted(set(found))
 
 
 def counts_itself(pod, constraint):
@@ -257,7 +369,8 @@ class _Eligible:
 
 class _Facts:
     """What the fit checks read of one pod, worked out once: the keys of its node affinity (alone, and
-    with its tolerations), its hostname anti-affinity selectors, and its DoNotSchedule constraints."""
+    with its tolerations), its required pod anti-affinity and affinity terms, its host ports, who it is to the
+    anti-affinity of others (namespace and labels), and its DoNotSchedule constraints."""
 
     def __init__(self, pod):
         spec = pod.get("spec") or {}
@@ -265,7 +378,11 @@ class _Facts:
             "requiredDuringSchedulingIgnoredDuringExecution") or {}
         self.affinity = canonical_json([spec.get("nodeSelector") or {}, required.get("nodeSelectorTerms") or []])
         self.acceptance = self.affinity + canonical_json(spec.get("tolerations") or [])
-        self.anti_affinity = hostname_anti_affinity_terms(pod)
+        self.anti_terms = required_pod_terms(pod, "podAntiAffinity")
+        self.affinity_terms = required_pod_terms(pod, "podAffinity")
+        self.ports = host_ports(pod)
+        metadata = pod.get("metadata") or {}
+        self.identity = (metadata.get("namespace"), canonical_json(metadata.get("labels") or {}))
         topology_keys = spread_topology_keys(pod)
         self.spreads = [_HardSpread(pod, constraint, self.affinity, topology_keys)
                         for constraint in hard_spread_constraints(pod)]
@@ -323,13 +440,18 @@ class Room:
         self._eligible = {}
         self._spreads = {}
         self._watching = {}
+        # The required anti-affinity terms of the pods in the Room, by what they select (selector, namespaces,
+        # topology key) -> [PodTerm, {node name: [pods holding it there]}]; built when first asked for.
+        self._holders = None
+        # (namespace, labels) of a pod -> the keys of _holders whose terms select it.
+        self._held_by = {}
         # add() without indexes to keep up to date yet, nor caching requests that most pods never need again.
         for pod in resident_pods:
             name = node_of(pod)
             if name in self.nodes:
                 free = self.free[name]
                 for resource, value in pod_requests(pod).items():
-                    free[resource] -= value
+                    free[resource] = free.get(resource, 0.0) - value
                 self.pods_by_node[name].append(pod)
 
     # -- pods and nodes coming and going ------------------------------------
@@ -382,7 +504,7 @@ class Room:
         if self._by_free_cpu is not None:
             del self._by_free_cpu[bisect.bisect_left(self._by_free_cpu, (-free["cpu"], name))]
         for resource, value in self.requests(pod).items():
-            free[resource] += sign * value
+            free[resource] = free.get(resource, 0.0) + sign * value
         if self._by_free_cpu is not None:
             bisect.insort(self._by_free_cpu, (-free["cpu"], name))
 
@@ -393,6 +515,22 @@ class Room:
             self._file_key(pod, name, delta)
         if self._labelled:
             self._file_labels(pod, name, delta)
+        if self._holders is not None:
+            self._file_holder(pod, name, delta)
+
+    def _file_holder(self, pod, name, delta):
+        for term in self._facts_of(pod).anti_terms:
+            key = (canonical_json(term.selector), term.namespaces, term.topology_key)
+            if key not in self._holders:
+                self._holders[key] = [term, {}]
+                self._held_by.clear()
+            places = self._holders[key][1]
+            if delta > 0:
+                places.setdefault(name, []).append(pod)
+            else:
+                places[name] = [other for other in places.get(name, ()) if other is not pod]
+                if not places[name]:
+                    del places[name]
 
     def _file_key(self, pod, name, delta):
         places = self._located.setdefault(pod_key(pod), {})
@@ -538,27 +676,118 @@ class Room:
         facts = self._facts_of(pod)
         if not self._accepts_on(pod, facts, name):
             return NO_MATCH
-        if self._anti_affinity_refuses(facts, name):
-            return "hostname anti-affinity leaves no node"
+        refusal = self._inter_pod_refusal(self._inter_pod_limits(pod, facts), name)
+        if refusal is not None:
+            return refusal
+        if self._ports_taken(facts, name):
+            return ports_reason(facts.ports)
         requests = self.requests(pod)
         if not self._has_room(requests, name):
-            return "no node has room for its requests (%s, %s)" % (
-                amount_text("cpu", requests["cpu"]), amount_text("memory", requests["memory"]))
+            return room_reason(requests)
         broken = self._broken_spread(self._spread_limits(pod, facts), name)
         if broken is not None:
             return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
         return None
 
-    def _anti_affinity_refuses(self, facts, name):
-        return bool(facts.anti_affinity) and anti_affinity_hit(facts.anti_affinity, self.pods_by_node[name])
-
     def _has_room(self, requests, name):
-        """Whether node ``name`` has ``requests`` (a pod's) free."""
+        """Whether node ``name`` has ``requests`` (a pod's, of every resource) free."""
         free = self.free[name]
-        for resource in RESOURCES:
-            if free[resource] + 1e-9 < requests[resource]:
+        for resource, value in requests.items():
+            if free.get(resource, 0.0) + 1e-9 < value:
                 return False
         return True
+
+    def _ports_taken(self, facts, name):
+        """Whether a pod on node ``name`` takes a host port the pod (``facts``) wants."""
+        return bool(facts.ports) and any(ports_clash(facts.ports, self._facts_of(other).ports)
+                                         for other in self.pods_by_node[name])
+
+    # -- pod affinity and anti-affinity -------------------------------------------
+
+    def _term_pods(self, term):
+        """(pod, node name) of the pods PodTerm ``term`` selects."""
+        if term.selector is None:
+            return []
+        if term.namespaces is not None:
+            return [found for namespace in sorted(term.namespaces)
+                    for found in self.pods_matching(namespace, term.selector)]
+        self.pods_matching(None, term.selector)  # indexes the label the selector is looked up by
+        label, (_namespace, value) = self._bucket_of(None, term.selector)
+        return [(pod, name) for (_namespace, bucket_value), (pods, names) in self._labelled[label].items()
+                if bucket_value == value for pod, name in zip(pods, names)
+                if selector_matches(term.selector, pod["metadata"].get("labels"))]
+
+    def _domains_of(self, names, key):
+        return {domain for domain in (node_labels(self.nodes[name]).get(key) for name in names) if domain is not None}
+
+    def _holding(self, pod, facts):
+        """The [PodTerm, {node: pods}] of the pods in the Room whose required anti-affinity selects ``pod``."""
+        if self._holders is None:
+            self._holders = {}
+            for name, pods in self.pods_by_node.items():
+                for other in pods:
+                    self._file_holder(other, name, 1)
+        if not self._holders:
+            return []
+        keys = self._held_by.get(facts.identity)
+        if keys is None:
+            keys = self._held_by[facts.identity] = [key for key, (term, _places) in self._holders.items()
+                                                    if term_selects(term, pod)]
+        return [self._holders[key] for key in keys if self._holders[key][1]]
+
+    def _inter_pod_limits(self, pod, facts):
+        """(refusals, held, requirements) of the required pod (anti-)affinity rules for ``pod`` as the Room is
+        now. refusals: (key, domains, reason) of its own anti-affinity, a node whose value of the key is among
+        the domains is refused; held: key -> domain -> (pod key, reason) of the pods whose anti-affinity keeps it
+        out of that domain; requirements: (key, domains, reason) of its affinity, a node must have the key, with
+        a value among the domains (None: any)."""
+        refusals, held, requirements = [], {}, []
+        for term in facts.anti_terms:
+            domains = self._domains_of({name for _other, name in self._term_pods(term)}, term.topology_key)
+            if domains:
+                refusals.append((term.topology_key, domains, anti_affinity_reason(term)))
+        for term, places in self._holding(pod, facts):
+            for name, holders in places.items():
+                domain = node_labels(self.nodes[name]).get(term.topology_key)
+                if domain is None:
+                    continue
+                holder = min(holders, key=pod_key)
+                known = held.setdefault(term.topology_key, {}).get(domain)
+                if known is None or pod_key(holder) < known[0]:
+                    held[term.topology_key][domain] = (pod_key(holder), resident_anti_affinity_reason(holder, term))
+        terms = facts.affinity_terms
+        if terms:
+            reason = affinity_reason(terms)
+            selected = [name for other, name in self._term_pods(terms[0])
+                        if all(term_selects(term, other) for term in terms[1:])]
+            allowed = [self._domains_of(selected, term.topology_key) for term in terms]
+            if any(allowed):
+                requirements.extend((term.topology_key, domains, reason) for term, domains in zip(terms, allowed))
+            elif all(term_selects(term, pod) for term in terms):
+                requirements.extend((term.topology_key, None, reason) for term in terms)
+            else:
+                requirements.append((None, (), reason))
+        return refusals, held, requirements
+
+    def _inter_pod_refusal(self, limits, name):
+        """The reason of the first of ``limits`` (_inter_pod_limits) that keeps the pod off node ``name``, or None:
+        its own anti-affinity, then that of the pod with the first key among those that keep it out, then its
+        affinity."""
+        refusals, held, requirements = limits
+        if not refusals and not held and not requirements:
+            return None
+        labels = node_labels(self.nodes[name])
+        for key, domains, reason in refusals:
+            if labels.get(key) in domains:
+                return reason
+        holders = [by_domain[labels[key]] for key, by_domain in held.items() if labels.get(key) in by_domain]
+        if holders:
+            return min(holders)[1]
+        for key, domains, reason in requirements:
+            domain = labels.get(key) if key is not None else None
+            if domain is None or (domains is not None and domain not in domains):
+                return reason
+        return None
 
     def _spread_limits(self, pod, facts):
         """(constraint, topology key, pods per domain, the most a domain may hold for the pod to join it without
@@ -630,7 +859,7 @@ class Room:
     def _first_fit(self, pod, lane):
         """The name of the first node of ``lane`` from its start on where ``pod`` may go, or None."""
         facts, requests = self._facts_of(pod), self.requests(pod)
-        limits = None
+        limits = inter_pod = None
         order, position = lane.order, lane.start
         while position < len(order):
             name = order[position]["metadata"]["name"]
@@ -639,11 +868,13 @@ class Room:
                 continue
             if limits is None:
                 limits = self._spread_limits(pod, facts)
+                inter_pod = self._inter_pod_limits(pod, facts)
             broken = self._broken_spread(limits, name)
             if broken is not None:
                 # The rest of the run of nodes in this node's domain would break the constraint as well.
                 position = self._run_ends(lane, broken.get("topologyKey"))[position]
-            elif self._has_room(requests, name) and not self._anti_affinity_refuses(facts, name):
+            elif self._has_room(requests, name) and self._inter_pod_refusal(inter_pod, name) is None and \
+                    not self._ports_taken(facts, name):
                 return name
             else:
                 position += 1
@@ -669,6 +900,22 @@ class Room:
             if self._accepts_on(pod, facts, node["metadata"]["name"]):
                 return self.why_not(pod, node["metadata"]["name"])
         return NO_MATCH
+
+
+def room_reason(requests):
+    """Why a pod fits on no node for want of room: its cpu and memory, and any other resource it requests."""
+    shown = {"cpu": requests["cpu"], "memory": requests["memory"]}
+    shown.update((resource, value) for resource, value in requests.items() if resource not in RESOURCES and value)
+    return "no node has room for its requests (%s)" % amounts_text(shown, sorted(shown, key=_resource_order))
+
+
+def _resource_order(resource):
+    return (resource not in RESOURCES, RESOURCES.index(resource) if resource in RESOURCES else 0, resource)
+
+
+def ports_reason(ports):
+    return "its host port %s is taken on every node" % ", ".join(
+        "%s/%d" % (protocol, port) for protocol, port, _address in sorted(ports))
 
 
 class _Lane:
