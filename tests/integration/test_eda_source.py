@@ -37,8 +37,8 @@ RULEBOOK_BIN = os.path.join(REPO, ".cache", "venv-rulebook", "bin")
 DEBOUNCE = 5.0
 # From the window's end to the event on the queue: the NodeClaim read and the loop's turn, on a busy machine.
 SLACK = 5.0
-# A watch whose connection went silent ends within this (api.watch: a window of 30 s, read timeout 10 s longer).
-SILENT_WATCH_SECONDS = 40
+# A watch whose connection went silent ends within this (api.watch: a window of 30 s, read timeout 5 s longer).
+SILENT_WATCH_SECONDS = 35
 
 
 class LogWatcher(logging.Handler):

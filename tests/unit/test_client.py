@@ -288,8 +288,8 @@ def test_a_read_that_timed_out_is_a_lost_answer_retried_within_the_time_spent_on
     pool.request = timed_out
     with pytest.raises(ConnectionFailed, match="Read timed out"):
         client.call_json(client.core.read_node, "a")
-    # 30 s, a 0.5 s wait, 30 s: past the 45 s budget, where waits alone would have allowed 9 attempts.
-    assert sleeps == [0.5] and client.request_count == 2
+    # 20 s, a 0.5 s wait, 20 s, 1 s, 20 s: past the 45 s budget, where waits alone would have allowed 9 attempts.
+    assert sleeps == [0.5, 1.0] and client.request_count == 3
 
 
 def test_a_separate_client_has_connections_and_a_timeout_of_its_own_and_repeats_nothing():

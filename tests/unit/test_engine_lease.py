@@ -31,11 +31,21 @@ def test_nothing_is_refused_before_the_lease_was_first_taken():
     assert not held.expired()
 
 
-def test_the_first_take_raises_what_it_met():
-    held = HeldLease(SETTINGS, Clock())
+def test_the_first_take_is_tried_again_until_the_renew_deadline_then_raises_what_it_met():
+    clock = Clock()
+    held = HeldLease(SETTINGS, clock)
+    waits = []
+
+    def wait(seconds):
+        waits.append(seconds)
+        clock.now += seconds
+
     with pytest.raises(ConnectionFailed):
-        held.attempt(unreachable, first=True)
-    assert held.renewed_at is None
+        held.attempt(unreachable, first=True, sleep=wait)
+    assert held.renewed_at is None and waits == [3.0] * 6, waits  # every 3 s within the 20 s renew deadline
+    answers = [unreachable, renewed]
+    held.attempt(lambda: answers.pop(0)(), first=True, sleep=wait)
+    assert held.renewed_at is not None
 
 
 def test_failed_renewals_refuse_every_request_once_the_renew_deadline_passed_since_the_last_renewal():

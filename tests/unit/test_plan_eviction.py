@@ -254,7 +254,7 @@ def test_at_the_deadline_each_pod_left_says_why_and_the_message_tells_how_to_con
     states, queue, in_flight = states_of(pod("held"), pod("never"), pod("t", deleting=True), pod("api", app="api"))
     queue[0].attempts, queue[0].refused_by_pdb = 1, True
     queue[2].attempts, queue[2].detail = 2, "retrying: too many requests"
-    pods = {"ns": [pod("held"), pod("w2", ready=False, node_name="n9")]}
+    pods = {"ns": [pod("held"), pod("w2", ready=False, node_name="n9"), pod("t", deleting=True)]}
     explain_blocked(queue + list(in_flight.values()), {"ns": [pdb("web", allowed=0)]}.get, pods.get)
     assert queue[0].outcome is Outcome.BLOCKED and queue[0].detail.startswith("blocked by PDB ns/web")
     assert "which waits for: " in queue[0].detail and "w2" in queue[0].detail
@@ -275,8 +275,11 @@ def test_at_the_deadline_a_pod_whose_answers_were_lost_is_what_the_cluster_shows
         after_lost_answer(state, "Cannot reach the API server: Read timed out.", NOW, lambda: 0.5)
         state.attempts = 1
     queue[3].attempts, queue[3].detail = 1, "retrying: Cannot reach the API server: Read timed out."
+    flying = states_of(pod("flown"))[1][0]
+    removed(flying, False, True)
     pods = {"ns": [pod("going", deleting=True), pod("there"), pod("asked")]}
-    explain_blocked(queue, {"ns": [pdb("web", allowed=2)]}.get, pods.get)
+    explain_blocked(queue + [flying], {"ns": [pdb("web", allowed=2)]}.get, pods.get)
+    assert flying.outcome is Outcome.EVICTED, "in flight at the deadline and gone from the cluster: evicted"
     assert (queue[0].outcome, queue[0].detail) == (Outcome.EVICTED, "its answer was lost; the cluster shows it gone")
     assert queue[1].outcome is Outcome.TERMINATING
     for state in queue[2:]:

@@ -62,10 +62,10 @@ CONNECTIONS = 16
 NODE_REQUESTS_AT_ONCE = 8
 # Seconds to open a connection, and to wait for the next bytes of an answer: a connection that went silent (a NAT or
 # load balancer that forgot it) ends in a timeout, retried as a lost answer, instead of a wait for ever. A read or a
-# write is answered within the API server's own request timeout (60 s) far below this, admission webhooks included
-# (30 s at most); a page of 5,000 pods may take the server seconds to start.
+# write is answered in milliseconds, and within 30 s when admission webhooks run their longest (a write that takes
+# longer is a lost answer, repeated only where that is safe); a page of 5,000 pods may take the server seconds.
 CONNECT_TIMEOUT = 10
-READ_TIMEOUT = 30
+READ_TIMEOUT = 20
 LIST_READ_TIMEOUT = 60
 # TCP keepalive on every connection: a peer that vanished (a control-plane node gone mid-answer) is noticed in
 # about a minute (30 s idle, then 3 probes 10 s apart) even where no read timeout runs.
@@ -96,13 +96,15 @@ def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent
     repeatable_write); any other write that failed on the way back may have
     been applied, and its caller decides. ``status`` is None for a connection
     fault. Backoff is 0.5 s, 1 s, 2 s, ... up to 5 s (a server's longer
-    Retry-After wins), while the delays so far, ``waited``, stay within ``budget``.
+    Retry-After wins), while the time spent on the request so far, ``waited``,
+    stays within ``budget``; a first attempt is always repeated once, so that
+    one connection gone silent (a whole read timeout spent) does not fail it.
     """
     if method.upper() not in READ_METHODS and (status is not None or (sent and not repeatable)):
         return None
     if status is not None and status not in TRANSIENT_STATUSES:
         return None
-    if waited >= budget:
+    if waited >= budget and attempt > 1:
         return None
     delay = 0.5 * 2 ** min(attempt - 1, 4)
     if retry_after:
@@ -171,6 +173,7 @@ if k8s_client is not None:
             self.impersonate_groups = impersonate_groups
             # (connect, read) seconds of every request that names none; None: sized by request_timeout.
             self.timeout = timeout
+            # Seconds a request may spend on repeats (retry_delay); 0: it is sent once.
             self.retry_budget = retry_budget
             # Called before every request, in the requesting thread: raises to stop the run from acting (the
             # Lease it no longer holds, engine.lease).
@@ -258,8 +261,9 @@ if k8s_client is not None:
                     self.answered = True
                     waited += self._clock() - sent_at
                     retry_after = (exc.headers or {}).get("Retry-After")
-                    delay = retry_delay(method, attempt, exc.status, retry_after, waited, budget=self.retry_budget)
-                    if delay is None:
+                    delay = self.retry_budget and retry_delay(method, attempt, exc.status, retry_after, waited,
+                                                              budget=self.retry_budget)
+                    if not delay:
                         raise
                 except urllib3.exceptions.HTTPError as exc:
                     waited += self._clock() - sent_at
@@ -270,9 +274,9 @@ if k8s_client is not None:
                     if lost:
                         with self._count_lock:
                             self.retries["lost_answers"] += 1
-                    delay = retry_delay(method, attempt, waited=waited, sent=sent, budget=budget,
-                                        repeatable=lost and repeatable_write(method, url))
-                    if delay is None:
+                    delay = budget and retry_delay(method, attempt, waited=waited, sent=sent, budget=budget,
+                                                   repeatable=lost and repeatable_write(method, url))
+                    if not delay:
                         raise ConnectionFailed(
                             "Cannot reach the API server at %s: %s" % (self.configuration.host, exc))
                 self._sleep(delay)

@@ -38,7 +38,7 @@ class WatchExpired(Exception):
 # gives up WATCH_SILENCE_MARGIN seconds after that: a watch whose connection went silent ends as a broken one
 # (listed again) within WATCH_WINDOW_SECONDS + WATCH_SILENCE_MARGIN, not at the caller's deadline or never.
 WATCH_WINDOW_SECONDS = 30
-WATCH_SILENCE_MARGIN = 10
+WATCH_SILENCE_MARGIN = 5
 
 
 def watch(list_method, resource_version, timeout, **kwargs):

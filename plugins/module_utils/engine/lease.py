@@ -66,24 +66,32 @@ class HeldLease:
         self.failure = None
         self.lost = None
 
-    def attempt(self, take, first=False):
-        """Take or renew the Lease with ``take``; a failed renewal is remembered and tried again by the caller,
-        a refusal (another run took it over) loses it. The first take raises what it met."""
-        started = self.attempted_at = self.clock()
-        try:
-            take()
-        except Blocked as exc:
-            if first:
-                raise
-            self.lost = "Lost the Lease: another run took it over (%s). Stopped before the next request." % exc
+    def attempt(self, take, first=False, sleep=time.sleep):
+        """Take or renew the Lease with ``take``. A failed renewal is remembered and tried again by the caller;
+        a refusal (another run took it over) loses it. The first take is tried again every retry period until
+        the renew deadline passes, and then raises what it met, as does a refusal of it."""
+        began = self.clock()
+        while True:
+            started = self.attempted_at = self.clock()
+            try:
+                take()
+            except Blocked as exc:
+                if first:
+                    raise
+                self.lost = "Lost the Lease: another run took it over (%s). Stopped before the next request." % exc
+                return
+            except (ApiException, KubeopsError) as exc:
+                self.failure = str(exc).split("\n", 1)[0]
+                if first and self.clock() - began + renew_retry_seconds(self.settings.duration) < \
+                        renew_deadline(self.settings.duration):
+                    sleep(renew_retry_seconds(self.settings.duration))
+                    continue
+                if first:
+                    raise
+            else:
+                self.renewed_at, self.failure = started, None
+            self.expired()
             return
-        except (ApiException, KubeopsError) as exc:
-            if first:
-                raise
-            self.failure = str(exc).split("\n", 1)[0]
-        else:
-            self.renewed_at, self.failure = started, None
-        self.expired()
 
     def expired(self):
         """Whether the Lease is lost: the renew deadline passed since the last renewal, or another run took it."""

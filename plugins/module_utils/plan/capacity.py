@@ -26,26 +26,30 @@ def nodes_needed(pods, template_allocatable, pool_labels):
 
     DaemonSet pods come back on every node, so their requests per node (the
     average over the source nodes) are taken off each new node's allocatable.
-    Pods whose node selector the pool's labels do not satisfy will not go to
-    the pool and are left out, by name.
+    Pods whose node selector the pool's labels do not satisfy, or that request
+    a resource the template does not offer (a GPU), will not go to the pool and
+    are left out, by name; the fit check then says where they can go, if anywhere.
     """
-    movable, per_node_daemon, not_for_pool = [], {r: 0.0 for r in RESOURCES}, []
+    allocatable = resource_amounts(template_allocatable)
+    resources = RESOURCES + tuple(sorted(resource for resource in allocatable if resource not in RESOURCES))
+    movable, per_node_daemon, not_for_pool = [], dict.fromkeys(resources, 0.0), []
     source_nodes = {node_of(pod) for pod in pods}
     for pod in pods:
         verdict = judge(pod, ANYTHING_MOVABLE).verdict
         if verdict.reason == "daemonset":
             for resource, value in pod_requests(pod).items():
-                per_node_daemon[resource] += value / max(1, len(source_nodes))
+                if resource in per_node_daemon:
+                    per_node_daemon[resource] += value / max(1, len(source_nodes))
         elif verdict.action == "evict":
-            if labels_match((pod.get("spec") or {}).get("nodeSelector"), pool_labels):
+            offered = all(allocatable.get(resource, 0) > 0 for resource, value in pod_requests(pod).items() if value)
+            if offered and labels_match((pod.get("spec") or {}).get("nodeSelector"), pool_labels):
                 movable.append(pod)
             else:
                 not_for_pool.append(pod_key(pod))
-    allocatable = resource_amounts(template_allocatable)
-    free = {resource: allocatable[resource] - per_node_daemon[resource] for resource in RESOURCES}
-    total = total_requests(movable)
+    free = {resource: allocatable[resource] - per_node_daemon[resource] for resource in resources}
+    total = total_requests(movable, resources)
     per_resource = {}
-    for resource in RESOURCES:
+    for resource in resources:
         if total[resource] <= 0:
             per_resource[resource] = 0
         elif free[resource] <= 0:
@@ -57,9 +61,9 @@ def nodes_needed(pods, template_allocatable, pool_labels):
     count = max(per_resource.values()) if movable else 0
     explanation = {
         "pods": len(movable),
-        "requests": {resource: round(total[resource], 3) for resource in RESOURCES},
-        "node_allocatable": {resource: round(allocatable[resource], 3) for resource in RESOURCES},
-        "daemonset_requests_per_node": {resource: round(per_node_daemon[resource], 3) for resource in RESOURCES},
+        "requests": {resource: round(total[resource], 3) for resource in resources},
+        "node_allocatable": {resource: round(allocatable[resource], 3) for resource in resources},
+        "daemonset_requests_per_node": {resource: round(per_node_daemon[resource], 3) for resource in resources},
         "nodes_by_resource": per_resource,
         "not_for_pool": sorted(not_for_pool),
         "summary": "%d pod(s) requesting %s need %d node(s) of %s (after DaemonSets); the tightest resource "
@@ -102,7 +106,7 @@ def free_room(nodes, pods):
     return {resource: sum(room[resource] for room in rooms) for resource in RESOURCES}
 
 
-def total_requests(pods):
-    """What ``pods`` request together, per resource. Pure."""
+def total_requests(pods, resources=RESOURCES):
+    """What ``pods`` request together, per resource of ``resources``. Pure."""
     requests = [pod_requests(pod) for pod in pods]
-    return {resource: sum(request[resource] for request in requests) for resource in RESOURCES}
+    return {resource: sum(request.get(resource, 0.0) for request in requests) for resource in resources}

@@ -361,23 +361,24 @@ def progress_line(states, in_flight, queue, wait, now):
 
 def explain_blocked(states, pdbs_of, pods_of):
     """At the deadline, say of each pod left why: still terminating, blocked by which PDBs (only when its PDB
-    refused it) and what they wait for, its last refusal, or not attempted. A pod whose last answer was lost is
-    looked for first: gone or terminating, it was evicted. ``pdbs_of(namespace)`` and ``pods_of(namespace)`` read
+    refused it) and what they wait for, its last refusal, or not attempted. A pod in flight, or whose last answer
+    was lost, is looked for first: gone, it was evicted; terminating, it was evicted and still terminates. ``pdbs_of(namespace)`` and ``pods_of(namespace)`` read
     the cluster when asked."""
     for state in states:
-        if state.uncertain and state.outcome is not Outcome.IN_FLIGHT:
+        if state.uncertain or state.outcome is Outcome.IN_FLIGHT:
             current = [pod for pod in pods_of(state.namespace) if pod["metadata"].get("uid") == state.uid]
             found = found_removed(current[0] if current else None)
             if found is not None:
-                state.verb = Outcome.EVICTED if state.evicting else Outcome.DELETED
+                lost = state.outcome is not Outcome.IN_FLIGHT
+                state.verb = state.verb if not lost else Outcome.EVICTED if state.evicting else Outcome.DELETED
                 state.outcome = Outcome.IN_FLIGHT if found is Outcome.IN_FLIGHT else state.verb
                 state.detail = "its answer was lost; the cluster shows it %s" % (
-                    "terminating" if found is Outcome.IN_FLIGHT else "gone")
+                    "terminating" if found is Outcome.IN_FLIGHT else "gone") if lost else ""
         if state.outcome is Outcome.IN_FLIGHT:
             state.outcome = Outcome.TERMINATING
             state.detail = "evicted but still terminating at the deadline"
             continue
-        if state.outcome in REMOVED:
+        if state.outcome in REMOVED or state.outcome is Outcome.GONE:
             continue
         blocking = pdbs_for(state.pod, pdbs_of(state.namespace))
         state.pdbs = [describe_pdb(pdb) for pdb in blocking]

@@ -46,7 +46,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
     node_of,
     pod_key,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration, parse_time
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.budgets import allowed_disruptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
@@ -286,7 +285,7 @@ def _warm_for_batch(index, movers, daemon_pods, template, pool_labels, zone_by_n
         # What a warm node offers once its DaemonSet pods run there too.
         free_by_zone[zone] = {resource: "%r" % (computed["node_allocatable"][resource]
                                                 - computed["daemonset_requests_per_node"][resource])
-                              for resource in RESOURCES}
+                              for resource in computed["node_allocatable"]}
         warm.extend(_warm_node(index, zone, n, pool_labels, free_by_zone[zone]) for n in range(count))
     return counts, warm, "; ".join(explanations), free_by_zone
 
