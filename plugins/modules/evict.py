@@ -108,9 +108,11 @@ options:
     default: true
   wait_for_replacements:
     description:
-      - Also wait until every Deployment, StatefulSet, ReplicaSet or
-        ReplicationController whose pods were evicted has its desired number
-        of Ready pods again.
+      - Also wait, within O(timeout), until every Deployment, StatefulSet,
+        ReplicaSet or ReplicationController whose pods were evicted has them
+        back, as many Ready pods as before the evictions (or its desired
+        replicas, if fewer). At the timeout the call fails naming the pods
+        still Pending and the scheduler's reason for each.
     type: bool
     default: false
   grace_period:

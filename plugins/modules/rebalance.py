@@ -54,11 +54,12 @@ options:
         landed), and pods with a preferred node affinity to a node they fit on
         that satisfies it with a higher weight, if there is one (the
         Descheduler's RemovePodsViolatingNodeAffinity, both types).
-      - V(pod_anti_affinity) moves pods that share a node with a pod their
-        required pod anti-affinity on C(kubernetes.io/hostname) excludes (the
-        Descheduler's RemovePodsViolatingInterPodAntiAffinity), all but one of
-        such pods, each to a node where neither its anti-affinity nor that of
-        a pod already there is broken. Other topology keys are not checked.
+      - V(pod_anti_affinity) moves pods that run in the topology domain
+        (their node, their zone, or any other key of the term) of a pod their
+        required pod anti-affinity excludes (the Descheduler's
+        RemovePodsViolatingInterPodAntiAffinity), all but one of such pods,
+        each to a node where neither its anti-affinity nor that of a pod
+        already there is broken, on any topology key.
       - Each pod these three move goes to a node that accepts it, the one with
         the fewest pods of its owner first; one that no node takes is in
         RV(stuck) (not for a preferred affinity, which is no violation).

@@ -12,6 +12,12 @@ the synthetic snapshot itself) is that of the size alone. The clusters:
   spread    every third Deployment has a DoNotSchedule zone topology spread
             constraint on its own app label, 5 % have required hostname
             pod anti-affinity on it
+  affinity  with --affinity-every N, every N-th Deployment (but the first of
+            its namespace) has required pod affinity terms instead, in
+            turn: hostname anti-affinity on its own app, zone pod affinity
+            to the first Deployment of its namespace, hostname anti-affinity
+            against that one (issue 39's goal: --spread-every 1
+            --affinity-every 3)
   rotation  pods on every node, spread constraints kept; 20 % of the nodes
             run an old kubelet (drifted), batch_size "10%", warm nodes sized
             from a template node
@@ -91,12 +97,24 @@ def make_pod(name, namespace, node, labels, owner_kind, owner_name, cpu="100m", 
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def build_cluster(node_count, occupied, skew_every, spread_every=3, seed=13):
+def affinity_terms(index, app, first_app):
+    """The required pod affinity terms of the ``index``-th Deployment with affinity terms (see the docstring)."""
+    term = {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": app}}}
+    kind = index % 3
+    if kind == 1:
+        term = {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": first_app}}}
+        return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    if kind == 2:
+        term = dict(term, labelSelector={"matchLabels": {"app": first_app}})
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def build_cluster(node_count, occupied, skew_every, spread_every=3, seed=13, affinity_every=0):
     """Nodes, pods, PDBs, ReplicaSet owners and replicas of a synthetic cluster (see the module's docstring).
 
     ``occupied`` is the share of the nodes that run the Deployments' pods; every ``spread_every``-th
     Deployment has a zone spread constraint; every ``skew_every``-th spread Deployment is piled on its first
-    zone (0: none is)."""
+    zone (0: none is); every ``affinity_every``-th has affinity terms (0: none has)."""
     rng = random.Random(seed)
     nodes = [make_node("node-%05d" % index, ZONES[index % len(ZONES)], "v1.35.4") for index in range(node_count)]
     for node in rng.sample(nodes, node_count // 5):
@@ -115,6 +133,10 @@ def build_cluster(node_count, occupied, skew_every, spread_every=3, seed=13):
         app, namespace = "app-%04d" % index, "team-%03d" % (index // 10)
         spread, anti = index % spread_every == 0, index % 20 == 1 and spread_every > 1
         spec = {}
+        with_affinity = affinity_every and index % affinity_every == 0 and index % 10
+        if with_affinity:
+            anti = False
+            spec["affinity"] = affinity_terms(index // affinity_every, app, "app-%04d" % (index // 10 * 10))
         if spread:
             spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE,
                                                   "whenUnsatisfiable": "DoNotSchedule",
@@ -123,6 +145,10 @@ def build_cluster(node_count, occupied, skew_every, spread_every=3, seed=13):
             spread_index += 1
             zones = [ZONES[0] if piled and n % 2 == 0 else ZONES[n % len(ZONES)] for n in range(count)]
             placed = [rng.choice(by_zone[zone]) for zone in zones]
+            if with_affinity:
+                # Each zone's share on nodes of their own: right for hostname anti-affinity on its own app.
+                shares = {zone: iter(rng.sample(by_zone[zone], zones.count(zone))) for zone in set(zones)}
+                placed = [next(shares[zone]) for zone in zones]
         elif anti:
             spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": app}}}]}}
@@ -169,7 +195,7 @@ def touch_every_pod(pods):
     return best / len(pods) * 1e9
 
 
-def measure(node_count, runs, spread_every=3):
+def measure(node_count, runs, spread_every=3, affinity_every=0):
     """One size, in this process: the timings, what was planned, and the peak RSS."""
     expose_checkout_as_collection()
     from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
@@ -184,7 +210,8 @@ def measure(node_count, runs, spread_every=3):
     )
 
     result = {"nodes": node_count}
-    cluster = build_cluster(node_count, occupied=1.0, skew_every=0, spread_every=spread_every)
+    cluster = build_cluster(node_count, occupied=1.0, skew_every=0, spread_every=spread_every,
+                            affinity_every=affinity_every)
     result["pods"] = len(cluster["pods"])
     result["rss_snapshot_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     result["touch_ns_per_pod"] = touch_every_pod(cluster["pods"])
@@ -199,7 +226,8 @@ def measure(node_count, runs, spread_every=3):
                           "unplaced": sum(len(batch["unplaced"]) for batch in plan["batches"]),
                           "digest": digest(plan)}
     del cluster, plan
-    cluster = build_cluster(node_count, occupied=0.8, skew_every=10, spread_every=spread_every)
+    cluster = build_cluster(node_count, occupied=0.8, skew_every=10, spread_every=spread_every,
+                            affinity_every=affinity_every)
     result["rebalance_s"], result["rebalance_cpu_s"], plan = timed(runs, lambda: plan_rebalance(
         cluster["nodes"], cluster["pods"], cluster["owners"], RebalanceSettings()))
     per_strategy = {}
@@ -212,9 +240,10 @@ def measure(node_count, runs, spread_every=3):
     return result
 
 
-def run_child(node_count, runs, spread_every):
+def run_child(node_count, runs, spread_every, affinity_every=0):
     completed = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(node_count),
-                                "--runs", str(runs), "--spread-every", str(spread_every)],
+                                "--runs", str(runs), "--spread-every", str(spread_every),
+                                "--affinity-every", str(affinity_every)],
                                capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         raise SystemExit("size %d failed:\n%s" % (node_count, completed.stderr))
@@ -259,16 +288,18 @@ def main():
     parser.add_argument("--spread-every", type=int, default=3,
                         help="every N-th Deployment has a zone spread constraint (1: all; then none has "
                              "anti-affinity)")
+    parser.add_argument("--affinity-every", type=int, default=0,
+                        help="every N-th Deployment has required pod affinity or anti-affinity terms (0: none)")
     parser.add_argument("--json", metavar="PATH", help="also write the results there")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.runs, args.spread_every)))
+        print(json.dumps(measure(args.child, args.runs, args.spread_every, args.affinity_every)))
         return
     sizes = SIZES[:2] if args.quick else tuple(int(size) for size in args.sizes.split(","))
     results = []
     for size in sizes:
-        results.append(run_child(size, args.runs, args.spread_every))
+        results.append(run_child(size, args.runs, args.spread_every, args.affinity_every))
         print("%d nodes: rotation %.3f s, rebalance %.3f s" % (
             size, results[-1]["rotation_s"], results[-1]["rebalance_s"]), file=sys.stderr, flush=True)
     print_table(results)

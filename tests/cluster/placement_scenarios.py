@@ -1,7 +1,11 @@
 """Small random scheduling scenarios, and what the planner's fit check says of them (issue 12).
 
 A scenario is plain dicts in the API's JSON shape: 2 to 4 kwok Nodes, 0 to 4
-resident Pods and one new Pod. tests/integration/test_placement_vs_scheduler.py
+resident Pods and one new Pod. Besides requests, taints, node affinity and
+topology spread, they use an extended resource (``GPU``), ephemeral-storage,
+host ports, the new pod's required pod affinity and anti-affinity by hostname
+and by zone, and pinned residents whose required anti-affinity shuts the new
+pod out of their node or zone. tests/integration/test_placement_vs_scheduler.py
 creates many at once on the cluster and compares what kube-scheduler does
 with each new Pod against ``verdict`` (plan/placement.py's Room.why_not and fit).
 
@@ -15,7 +19,10 @@ scenario's nodes (a nodeSelector on ``SCENARIO_LABEL``), so the scheduler
 places it on no other node and its hostname anti-affinity meets no other
 scenario's pod; and the app labels, which the topology spread selectors
 select, carry the scenario's index, so no selector counts another
-scenario's pods, whichever nodes the scheduler counts over.
+scenario's pods, whichever nodes the scheduler counts over. Zones are shared
+by every scenario, so the pod affinity terms by zone also select the
+scenario's label; and the residents' anti-affinity selects the new pod only,
+never a resident left to the scheduler, which must fit anywhere.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ DISK_LABEL = "kubeops.io/disk"
 DEDICATED_KEY = "kubeops.io/dedicated"
 MAINTENANCE_KEY = "kubeops.io/maintenance"
 SOFT_KEY = "kubeops.io/soft"
+GPU = "example.com/gpu"
+EPHEMERAL = "ephemeral-storage"
+HOST_PORT = 8080
 PAUSE = "registry.k8s.io/pause:3.10"
 NEW_POD = "new"
 
@@ -64,6 +74,9 @@ FEATURES = (
     "node-selector", "node-affinity", "match-fields", "toleration",
     "anti-affinity", "spread-zone", "spread-hostname", "spread-two-keys", "spread-not-self", "spread-max-skew-2",
     "spread-soft", "init-container", "no-requests", "requests-at-the-edge", "requests-too-big",
+    "gpu-node", "gpu-resident", "gpu-request", "ephemeral-storage", "host-port", "resident-host-port",
+    "zone-anti-affinity", "pod-affinity-hostname", "pod-affinity-zone", "resident-anti-affinity",
+    "resident-zone-anti-affinity",
 )
 
 
@@ -93,6 +106,8 @@ class _Generator:
         self.used = {}
         # [cpu m, memory Mi, pods] kept free on every node for the residents left to the scheduler.
         self.reserved = [0, 0, 0]
+        # name -> [GPUs advertised, GPUs the pinned pods take]
+        self.gpus = {}
         self.resident_names = ("%s-r%d" % (sid, number) for number in range(100))
 
     def scenario(self, seed):
@@ -114,11 +129,22 @@ class _Generator:
             self.features.add("node-affinity")
             affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [self._node_selector_term(zones) for _index in range(rng.choice((1, 1, 1, 2)))]}}
-        anti_affinity_app = None
+        anti_affinity_app, anti_terms = None, []
         if rng.random() < 0.3:
             self.features.add("anti-affinity")
             anti_affinity_app, term = self._anti_affinity(residents)
-            affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            anti_terms.append(term)
+        if rng.random() < 0.1:
+            self.features.add("zone-anti-affinity")
+            anti_terms.append(self._zone_term(residents))
+        if anti_terms:
+            affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": anti_terms}
+        if rng.random() < 0.12:
+            key = rng.choice((HOSTNAME, ZONE))
+            self.features.add("pod-affinity-zone" if key == ZONE else "pod-affinity-hostname")
+            term = self._zone_term(residents, own_app=app)
+            affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+                dict(term, topologyKey=key)]}
         if affinity:
             spec["affinity"] = affinity
         if rng.random() < 0.45:
@@ -133,8 +159,19 @@ class _Generator:
             if decoy:
                 residents.append(decoy)
         cpu, memory = self._new_pod_requests()
+        extra = {}
+        if rng.random() < 0.12:
+            self.features.add("gpu-request")
+            extra[GPU] = rng.choice((1, 1, 1, 2))
+        if rng.random() < 0.08:
+            self.features.add("ephemeral-storage")
+            extra[EPHEMERAL] = rng.choice(("1Gi", "5Gi", "5Gi", "20Gi"))
+        ports = None
+        if rng.random() < (0.6 if "resident-host-port" in self.features else 0.08):
+            self.features.add("host-port")
+            ports = [{"containerPort": HOST_PORT, "hostPort": HOST_PORT, "protocol": "TCP"}]
         pod = self._pod("%s-%s" % (self.sid, NEW_POD), self.namespace, dict(labels, **{ROLE_LABEL: "new"}), cpu,
-                        memory, spec)
+                        memory, spec, extra, ports)
         if rng.random() < 0.12:
             # The larger of it and the containers counts.
             self.features.add("init-container")
@@ -171,8 +208,16 @@ class _Generator:
         if rng.random() < 0.1:
             self.features.add("prefer-no-schedule-taint")
             taints.append({"key": SOFT_KEY, "value": "yes", "effect": "PreferNoSchedule"})
-        self.nodes.append(fake_node(name, labels, {"cpu": "%dm" % cpu, "memory": "%dMi" % memory, "pods": str(pods)},
-                                    taints=taints))
+        capacity = {"cpu": "%dm" % cpu, "memory": "%dMi" % memory, "pods": str(pods)}
+        gpus = 0
+        if rng.random() < 0.5:
+            self.features.add("gpu-node")
+            gpus = rng.choice((1, 2))
+            capacity[GPU] = str(gpus)
+        if rng.random() < 0.7:
+            capacity[EPHEMERAL] = "10Gi"
+        self.gpus[name] = [gpus, 0]
+        self.nodes.append(fake_node(name, labels, capacity, taints=taints))
         self.allocatable[name] = [cpu, memory, pods]
         self.used[name] = [0, 0, 0]
 
@@ -193,14 +238,38 @@ class _Generator:
             if name is None:
                 continue
             self.features.add("pinned-resident")
-            residents.append(self._pod(next(self.resident_names), self.namespace, self._resident_labels(app), cpu,
-                                       memory, {"nodeName": name}))
+            residents.append(self._pinned(name, self._resident_labels(app), cpu, memory))
         for cpu, memory in scheduled:
             self.features.add("scheduled-resident")
             residents.append(self._pod(next(self.resident_names), self.namespace, self._resident_labels(app), cpu,
                                        memory, {"nodeSelector": {SCENARIO_LABEL: self.sid},
                                                 "tolerations": [{"operator": "Exists"}]}))
         return residents
+
+    def _pinned(self, name, labels, cpu, memory):
+        """A resident bound to node ``name``, maybe taking one of its GPUs, its host port, or with a required
+        anti-affinity against the new pod (by hostname or zone)."""
+        rng = self.rng
+        spec, extra, ports = {"nodeName": name}, {}, None
+        gpus, taken = self.gpus[name]
+        if taken < gpus and rng.random() < 0.5:
+            self.features.add("gpu-resident")
+            extra[GPU] = 1
+            self.gpus[name][1] += 1
+        if rng.random() < 0.4:
+            self.features.add("resident-host-port")
+            ports = [{"containerPort": HOST_PORT, "hostPort": HOST_PORT,
+                      "protocol": rng.choice(("TCP", "TCP", "UDP"))}]
+        if rng.random() < 0.12:
+            key = rng.choice((HOSTNAME, HOSTNAME, ZONE))
+            self.features.add("resident-zone-anti-affinity" if key == ZONE else "resident-anti-affinity")
+            # The new pod only (by its role), maybe only when it is of one app.
+            selected = {SCENARIO_LABEL: self.sid, ROLE_LABEL: "new"}
+            if rng.random() < 0.5:
+                selected["app"] = rng.choice(self.apps)
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": key, "labelSelector": {"matchLabels": selected}}]}}
+        return self._pod(next(self.resident_names), self.namespace, labels, cpu, memory, spec, extra, ports)
 
     def _resident_labels(self, app):
         rng = self.rng
@@ -284,6 +353,19 @@ class _Generator:
         ))
         return app, {"topologyKey": HOSTNAME, "labelSelector": selector}
 
+    def _zone_term(self, residents, own_app=None):
+        """A required pod (anti-)affinity term by zone over this scenario's pods only (its label is in the selector:
+        zones are shared with every other scenario), mostly selecting a resident's app, or ``own_app``."""
+        rng = self.rng
+        apps = [resident["metadata"]["labels"]["app"] for resident in residents
+                if resident["metadata"]["namespace"] == self.namespace]
+        choices = apps * 3 + [rng.choice(self.apps)] + ([own_app] if own_app else [])
+        selector = {"matchLabels": {SCENARIO_LABEL: self.sid, "app": rng.choice(choices)}}
+        if rng.random() < 0.25:
+            selector = {"matchLabels": {SCENARIO_LABEL: self.sid},
+                        "matchExpressions": [{"key": "tier", "operator": "Exists"}]}
+        return {"topologyKey": ZONE, "labelSelector": selector}
+
     def _toleration(self):
         rng = self.rng
         return rng.choice((
@@ -350,15 +432,21 @@ class _Generator:
             self.features.add("no-requests")
         return cpu, memory
 
-    def _pod(self, name, namespace, labels, cpu, memory, spec):
+    def _pod(self, name, namespace, labels, cpu, memory, spec, extra=None, ports=None):
+        """``extra``: further requests (an extended resource's are also its limits, as the API wants)."""
         requests = {}
         if cpu:
             requests["cpu"] = "%dm" % cpu
         if memory:
             requests["memory"] = "%dMi" % memory
+        requests.update((resource, str(amount)) for resource, amount in (extra or {}).items())
         container = {"name": "app", "image": PAUSE}
         if requests:
             container["resources"] = {"requests": requests}
+            if GPU in requests:
+                container["resources"]["limits"] = {GPU: requests[GPU]}
+        if ports:
+            container["ports"] = ports
         labels = dict(self.run_labels, **labels)
         labels[SCENARIO_LABEL] = self.sid
         return {"apiVersion": "v1", "kind": "Pod",
@@ -371,7 +459,9 @@ class _Generator:
 
 # Placement's reasons to refuse a node, by how Room.why_not starts them.
 REASONS = {"node selector, affinity or tolerations": NO_MATCH, "room": "no node has room",
-           "anti-affinity": "its pod anti-affinity", "topology spread": "its topology spread constraint"}
+           "anti-affinity": "its pod anti-affinity", "a resident's anti-affinity": "the pod anti-affinity of",
+           "pod affinity": "its pod affinity", "host port": "its host port",
+           "topology spread": "its topology spread constraint"}
 
 
 def resident_on(resident, node):
@@ -457,9 +547,11 @@ def compact(scenario, residents=None):
                  "requests": requests(resident)}
         if resident["metadata"]["namespace"] != scenario["namespace"]:
             entry["namespace"] = "other"
+        entry.update(_scheduling_fields(resident))
         shown.append(entry)
     spec = dict(scenario["pod"]["spec"])
-    pod = {"labels": own_labels(scenario["pod"]["metadata"]["labels"]), "requests": requests(scenario["pod"])}
+    pod = {"labels": own_labels(scenario["pod"]["metadata"]["labels"]), "requests": requests(scenario["pod"]),
+           **_scheduling_fields(scenario["pod"], ("ports",))}
     selector = {key: value for key, value in spec.get("nodeSelector", {}).items() if key != SCENARIO_LABEL}
     if selector:
         pod["nodeSelector"] = selector
@@ -470,6 +562,17 @@ def compact(scenario, residents=None):
                        "pod": pod}, sort_keys=True, separators=(",", ":"))
     # Node names in the pod's matchFields too.
     return text.replace('"%s' % prefix, '"')
+
+
+def _scheduling_fields(pod, fields=("affinity", "ports")):
+    """The host ports and (unless left out of ``fields``) the pod affinity terms of ``pod``, as far as it has any."""
+    found = {}
+    ports = [port for container in pod["spec"]["containers"] for port in container.get("ports", [])]
+    if ports and "ports" in fields:
+        found["ports"] = ports
+    if pod["spec"].get("affinity") and "affinity" in fields:
+        found["affinity"] = pod["spec"]["affinity"]
+    return found
 
 
 def summarize(made, said, outcomes):
@@ -504,4 +607,5 @@ def too_little_compared(summary):
     if count >= 100:
         problems.extend("placement refused no node for %s" % reason for reason in REASONS
                         if not summary["nodes_refused_by_placement_for"].get(reason))
+        problems.extend("no scenario had %s" % feature for feature in FEATURES if not summary["features"].get(feature))
     return ["the run compared too little: " + problem for problem in problems]

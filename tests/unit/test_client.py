@@ -288,7 +288,26 @@ def test_a_read_that_timed_out_is_a_lost_answer_retried_within_the_time_spent_on
     pool.request = timed_out
     with pytest.raises(ConnectionFailed, match="Read timed out"):
         client.call_json(client.core.read_node, "a")
-    # 20 s, a 0.5 s wait, 20 s, 1 s, 20 s: past the 45 s budget, where waits alone would have allowed 9 attempts.
+    # Attempts begun at 0 s, 20.5 s, 41.5 s and 63.5 s: the last one began past the 45 s budget, where waits
+    # alone would have allowed 9 attempts.
+    assert sleeps == [0.5, 1.0, 2.0] and client.request_count == 4
+
+
+def test_a_read_whose_first_attempt_failed_at_once_is_repeated_after_a_second_one_timed_out():
+    clock = [0.0]
+    silent = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes/a", "Read timed out.")
+    client, pool, sleeps = fake_client(LOST, silent, (200, node("a")))
+    client.api_client.answered = True
+    client.api_client._clock = lambda: clock[0]
+    answer = pool.request
+
+    def answer_in_time(*args, **kwargs):
+        if pool.answers[0] is silent:
+            clock[0] += LIST_READ_TIMEOUT
+        return answer(*args, **kwargs)
+
+    pool.request = answer_in_time
+    assert client.call_json(client.core.read_node, "a")["metadata"]["name"] == "a"
     assert sleeps == [0.5, 1.0] and client.request_count == 3
 
 
@@ -313,3 +332,29 @@ def test_a_request_refused_before_it_is_sent_is_not_sent():
     with pytest.raises(ConnectionFailed, match="the Lease is lost"):
         client.version.get_code()
     assert pool.headers == [] and client.request_count == 0
+
+
+def test_a_server_whose_certificate_is_not_trusted_is_named_at_once_with_what_to_set():
+    untrusted = urllib3.exceptions.SSLError(
+        "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate")
+    client, _pool, sleeps = fake_client(urllib3.exceptions.MaxRetryError(None, "/version", untrusted))
+    with pytest.raises(ConnectionFailed, match="its certificate is not trusted .*ca_cert.*validate_certs: false"):
+        client.version.get_code()
+    assert sleeps == [] and client.request_count == 1
+
+
+def test_a_request_the_server_took_has_the_whole_budget_even_before_its_first_answer():
+    clock = [0.0]
+    silent = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes", "Read timed out.")
+    client, pool, sleeps = fake_client(silent, silent, (200, node("a")))
+    client.api_client._clock = lambda: clock[0]
+    answer = pool.request
+
+    def answer_in_time(*args, **kwargs):
+        if pool.answers[0] is silent:
+            clock[0] += READ_TIMEOUT
+        return answer(*args, **kwargs)
+
+    pool.request = answer_in_time
+    assert client.call_json(client.core.read_node, "a")["metadata"]["name"] == "a"
+    assert sleeps == [0.5, 1.0], "the second attempt began after the 15 s of a first contact"

@@ -61,7 +61,7 @@ def test_every_resource_a_node_advertises_or_a_pod_requests_is_counted():
         {"name": "b", "resources": {"requests": {"example.com/gpu": "1", "pods": "5"}}}])
     assert pod_requests(subject) == {"cpu": 1.0, "memory": 0.0, "pods": 1.0, "example.com/gpu": 2.0}
     assert amount_text("example.com/gpu", 2.0) == "2 example.com/gpu"
-    assert amount_text("hugepages-2Mi", 2 ** 30) == "1 GiB"
+    assert amount_text("hugepages-2Mi", 2 ** 30) == "1 GiB hugepages-2Mi"
 
 
 def test_a_larger_init_container_decides_per_resource():

@@ -77,7 +77,7 @@ def test_residents_fit_where_they_are_put_and_those_left_to_the_scheduler_fit_an
             taken += [pod_requests(pod) for pod in scheduled]
             allocatable = resource_amounts(node["status"]["allocatable"])
             for resource, amount in allocatable.items():
-                assert sum(requests[resource] for requests in taken) <= amount + 1e-9, (scenario["index"], name)
+                assert sum(requests.get(resource, 0) for requests in taken) <= amount + 1e-9, (scenario["index"], name)
 
 
 def test_names_and_labels_are_what_the_api_server_takes(default_run):

@@ -178,3 +178,21 @@ def test_a_daemonset_pod_under_a_new_taint_is_no_violation_and_no_stuck_move():
     plan = plan_rebalance(nodes, pods, OWNERS, rules("node_taints"))
     assert [move["pod"] for move in plan["moves"]] == ["ns/web-0"] and plan["stuck"] == []
     assert list(plan["violations_before"]["node_taints"]) == ["ns/web-0"]
+
+
+ANTI_DB_BY_ZONE = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "db"}}}]}}
+
+
+def test_pods_whose_zone_anti_affinity_is_broken_move_to_a_zone_of_their_own_and_the_violation_is_named():
+    nodes = [node("a-1", "a"), node("a-2", "a"), node("b-1", "b"), node("c-1", "c")]
+    pods = [pod("db-0", "a-1", app="db", affinity=ANTI_DB_BY_ZONE),
+            pod("db-1", "a-2", app="db", affinity=ANTI_DB_BY_ZONE),
+            pod("db-2", "b-1", app="db", affinity=ANTI_DB_BY_ZONE)]
+    plan = plan_rebalance(nodes, pods, OWNERS, rules("pod_anti_affinity"))
+    assert plan["violations_before"]["pod_anti_affinity"] == {"ns/db-0": "a-1: ns/db-1", "ns/db-1": "a-2: ns/db-0"}
+    assert [(move["pod"], move["to"]) for move in plan["moves"]] == [("ns/db-0", "c-1")], \
+        "zone b has a db pod already; once db-0 is in zone c, db-1 keeps to the rule where it is"
+    assert plan["moves"][0]["reason"] == \
+        "ns/db-1 runs on a-2, in the same domain as a-1, which its anti-affinity excludes"
+    assert plan["violations_predicted"] == {"pod_anti_affinity": {}}

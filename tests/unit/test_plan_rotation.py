@@ -20,7 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation imp
     version_tuple,
     warm_template,
 )
-from builders import ZONE, anti_affinity, node, pdb, pod
+from builders import ZONE, anti_affinity, node, pdb, pod, zone_spread
 
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
 WEB = Workload("Deployment", "ns", "web")
@@ -547,3 +547,39 @@ def test_a_workload_whose_replicas_a_gitops_controller_syncs_is_named_with_what_
     assert plan["batches"][0]["replace"][0]["gitops"] == ["argocd-controller"]
     assert plan["summary"][-1].endswith("; its replicas are synced by argocd-controller: pause that sync for the "
                                         "rotation, or the surge is undone and the batch stops")
+
+
+def test_a_batch_whose_pods_a_residents_anti_affinity_shuts_out_does_not_fit():
+    nodes = [node("old-1", zone="a"), node("other", zone="a")]
+    pods = [pod("x-1", "old-1", app="x"), pod("x-2", "old-1", app="x"),
+            pod("guard", "other", app="guard", affinity=anti_affinity("x"))]
+    plan = plan_rotation(nodes, pods, [], OWNERS, {Workload("Deployment", "ns", "x"): 2}, settings_for(nodes), NOW)
+    assert plan["fits"] is False
+    assert [entry["reason"] for entry in plan["batches"][0]["unplaced"]] == [
+        "the pod anti-affinity of ns/guard on kubernetes.io/hostname leaves no node"] * 2
+
+
+def test_a_pod_asking_for_a_resource_the_pools_template_lacks_does_not_fit_and_the_resource_is_named():
+    nodes = [node("old-1", zone="a")]
+    nodes[0]["status"]["allocatable"]["example.com/gpu"] = "1"
+    trainer = pod("trainer", "old-1", app="trainer")
+    trainer["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
+    settings = settings_for(nodes, pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
+    plan = plan_rotation(nodes, [trainer], [], OWNERS, {}, settings, NOW)
+    assert plan["fits"] is False
+    (entry,) = plan["batches"][0]["unplaced"]
+    assert entry["pod"] == "ns/trainer" and "example.com/gpu" in entry["reason"], entry
+    gpu_pool = dataclasses.replace(settings, template_allocatable=dict(TEMPLATE, **{"example.com/gpu": "1"}))
+    warmed = plan_rotation(nodes, [trainer], [], OWNERS, {}, gpu_pool, NOW)
+    assert warmed["fits"] and warmed["batches"][0]["warm_new"] == {"a": 1}
+
+
+def test_the_plan_warns_of_the_rules_it_does_not_model_naming_the_pods_that_ask_for_them():
+    nodes = [node("old-1", zone="a"), node("new-1", zone="a")]
+    spread = dict(zone_spread("web"), minDomains=3)
+    pods = [pod("web-%d" % index, "old-1", topologySpreadConstraints=[spread]) for index in range(7)]
+    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 7}, settings_for(nodes), NOW)
+    (warning,) = plan["warnings"]
+    assert warning.startswith("the plan does not model topologySpreadConstraints minDomains, which ns/web-0, "
+                              "ns/web-1, ns/web-2, ns/web-3, ns/web-4 and 2 more ask(s) for")
+    assert "warning: " + warning in plan["summary"]

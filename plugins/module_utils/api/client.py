@@ -62,11 +62,12 @@ CONNECTIONS = 16
 NODE_REQUESTS_AT_ONCE = 8
 # Seconds to open a connection, and to wait for the next bytes of an answer: a connection that went silent (a NAT or
 # load balancer that forgot it) ends in a timeout, retried as a lost answer, instead of a wait for ever. A read or a
-# write is answered in milliseconds, and within 30 s when admission webhooks run their longest (a write that takes
-# longer is a lost answer, repeated only where that is safe); a page of 5,000 pods may take the server seconds.
+# write is answered in milliseconds (a write held longer by slow admission webhooks is a lost answer, repeated only
+# where that is safe); a page of 5,000 pods may take the server seconds before its first byte. The timeout is for
+# the next bytes, not the whole answer: a long page that keeps coming is not cut.
 CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 20
-LIST_READ_TIMEOUT = 60
+LIST_READ_TIMEOUT = 30
 # TCP keepalive on every connection: a peer that vanished (a control-plane node gone mid-answer) is noticed in
 # about a minute (30 s idle, then 3 probes 10 s apart) even where no read timeout runs.
 KEEPALIVE_OPTIONS = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)] + [
@@ -96,15 +97,16 @@ def retry_delay(method, attempt, status=None, retry_after=None, waited=0.0, sent
     repeatable_write); any other write that failed on the way back may have
     been applied, and its caller decides. ``status`` is None for a connection
     fault. Backoff is 0.5 s, 1 s, 2 s, ... up to 5 s (a server's longer
-    Retry-After wins), while the time spent on the request so far, ``waited``,
-    stays within ``budget``; a first attempt is always repeated once, so that
-    one connection gone silent (a whole read timeout spent) does not fail it.
+    Retry-After wins), while the time spent on the request before the attempt
+    that failed, ``waited``, stays within ``budget``: an attempt begun within
+    the budget is repeated even when it spent a whole read timeout on a
+    connection gone silent.
     """
     if method.upper() not in READ_METHODS and (status is not None or (sent and not repeatable)):
         return None
     if status is not None and status not in TRANSIENT_STATUSES:
         return None
-    if waited >= budget and attempt > 1:
+    if waited >= budget:
         return None
     delay = 0.5 * 2 ** min(attempt - 1, 4)
     if retry_after:
@@ -141,11 +143,16 @@ def repeatable_write(method, url):
 
 
 def never_sent(exc):
-    """Whether a urllib3 fault happened before the request reached the server (refused, connect timeout)."""
-    reason = getattr(exc, "reason", None)
-    return isinstance(exc, urllib3.exceptions.NewConnectionError) or \
-        isinstance(reason, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)) or \
-        isinstance(exc, urllib3.exceptions.ConnectTimeoutError)
+    """Whether a urllib3 fault happened before the request reached the server (refused, connect timeout, a TLS
+    handshake that failed)."""
+    before_sending = (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError,
+                      urllib3.exceptions.SSLError)
+    return isinstance(exc, before_sending) or isinstance(getattr(exc, "reason", None), before_sending)
+
+
+def untrusted_certificate(exc):
+    """Whether the server's certificate was refused: no repeat changes that."""
+    return "CERTIFICATE_VERIFY_FAILED" in str(getattr(exc, "reason", None) or exc)
 
 
 def default_kubeconfig_path(environ=None):
@@ -237,8 +244,9 @@ if k8s_client is not None:
         def _send(self, method, url, send_once):
             """``send_once()`` counted, retried while transient, the Lease taken before the first write.
 
-            A request is repeated while the time spent on it (its attempts and the waits between them) stays
-            within ``retry_budget``: attempts that time out count in full."""
+            A request is repeated while the time spent on it before the attempt that failed (its earlier
+            attempts and the waits between them) stays within ``retry_budget``: attempts that time out count in
+            full, so at worst a request takes the budget, one read timeout and one backoff."""
             if self.before_request:
                 self.before_request(method)
             if method.upper() not in READ_METHODS and self.before_first_write:
@@ -259,28 +267,32 @@ if k8s_client is not None:
                     return response
                 except ApiException as exc:
                     self.answered = True
-                    waited += self._clock() - sent_at
                     retry_after = (exc.headers or {}).get("Retry-After")
                     delay = self.retry_budget and retry_delay(method, attempt, exc.status, retry_after, waited,
                                                               budget=self.retry_budget)
                     if not delay:
                         raise
                 except urllib3.exceptions.HTTPError as exc:
-                    waited += self._clock() - sent_at
-                    budget = self.retry_budget if self.answered else min(self.retry_budget,
-                                                                         FIRST_CONTACT_BUDGET_SECONDS)
                     sent = not never_sent(exc)
+                    # A server never reached is named soon; one that took the request gets the whole budget.
+                    budget = self.retry_budget if self.answered or sent else min(self.retry_budget,
+                                                                                 FIRST_CONTACT_BUDGET_SECONDS)
                     lost = sent and method.upper() not in READ_METHODS
                     if lost:
                         with self._count_lock:
                             self.retries["lost_answers"] += 1
+                    if untrusted_certificate(exc):
+                        raise ConnectionFailed(
+                            "Cannot reach the API server at %s: its certificate is not trusted (%s); give the CA "
+                            "that signed it with ca_cert (or the kubeconfig's certificate-authority), or "
+                            "validate_certs: false where you accept that risk" % (self.configuration.host, exc))
                     delay = budget and retry_delay(method, attempt, waited=waited, sent=sent, budget=budget,
                                                    repeatable=lost and repeatable_write(method, url))
                     if not delay:
                         raise ConnectionFailed(
                             "Cannot reach the API server at %s: %s" % (self.configuration.host, exc))
+                waited += self._clock() - sent_at + delay
                 self._sleep(delay)
-                waited += delay
                 with self._count_lock:
                     self.retries["requests"] += 1
                 if self.before_request:

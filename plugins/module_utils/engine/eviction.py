@@ -90,6 +90,8 @@ class EvictionRun:
             pdbs = pdbs_in(self.client, namespaces.pop() if len(namespaces) == 1 else None)
             for state in hold_what_pdbs_refuse(evicting, pdbs, self.clock()):
                 self._tell("pod_held", state)
+        ready_before = self.owners.ready_now(queue + list(in_flight.values())) \
+            if self.settings.wait_for_replacements else {}
         self.waits.start(queue + list(in_flight.values()))
         if in_flight:
             self.waits.finish_gone(in_flight, self.waits.pods(list(in_flight.values())).relist())
@@ -108,8 +110,8 @@ class EvictionRun:
             explain_blocked(queue + list(in_flight.values()), lambda ns: self._read(memo, "pdbs", ns),
                             lambda ns: self._read(memo, "pods", ns))
         elif self.settings.wait_for_replacements:
-            workloads = {self.owners.workload_of(s.pod) for s in states if s.outcome is Outcome.EVICTED} - {None}
-            self.waiting_for = self.waits.replacements(self.owners, workloads, deadline)
+            self.waiting_for = self.waits.replacements(
+                self.owners, [s for s in states if s.outcome is Outcome.EVICTED], ready_before, deadline)
             self.timed_out = bool(self.waiting_for)
         if not self.timed_out:
             self._tell("run_finished", nodes, self.evictions)

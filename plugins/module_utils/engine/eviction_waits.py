@@ -117,27 +117,35 @@ class EvictionWaits:
             return release_allowed(refused, objects.values(), self.clock())
         informer.wait(allowed, self.clock() + timeout)
 
-    def replacements(self, owners, workloads, deadline):
-        """Watch each workload's pods until as many are Ready as it wants; at ``deadline``, what is missing."""
-        for workload in sorted(workloads):
+    def replacements(self, owners, evicted, ready_before, deadline):
+        """Watch the pods of each workload of the ``evicted`` states until it has them back: as many Ready as it had
+        before the evictions (``ready_before``, by Workload), or as it wants if it wants fewer now. At ``deadline``,
+        what is missing, with the scheduler's reason for each pod still Pending."""
+        for workload in sorted({owners.workload_of(state.pod) for state in evicted} - {None}):
             obj = read_workload(self.client, workload) or {}
             desired = (obj.get("spec") or {}).get("replicas", 1)
+            wanted = min(desired, ready_before.get(workload, desired))
             informer = pods_informer(self.client, workload.namespace, label_selector=owners.selector(workload, obj))
 
-            def ready_enough(objects, _change, workload=workload, desired=desired):
+            def back(objects, _change, workload=workload, wanted=wanted):
                 ready = sum(1 for pod in objects.values() if is_ready(pod))
-                if ready < desired:
-                    not_ready = [pod for pod in objects.values()
-                                 if not is_ready(pod) and not pod["metadata"].get("deletionTimestamp")]
+                if ready < wanted:
+                    not_ready = _not_ready(objects.values())
                     tell_progress("waiting for replacements: %s %s/%s has %d of %d Ready%s" % (
-                        workload.kind, workload.namespace, workload.name, ready, desired,
+                        workload.kind, workload.namespace, workload.name, ready, wanted,
                         "; %s" % not_ready_text(not_ready) if not_ready else ""))
-                return ready >= desired
-            if not informer.wait(ready_enough, deadline):
+                return ready >= wanted
+            if not informer.wait(back, deadline):
                 ready = sum(1 for pod in informer.objects.values() if is_ready(pod))
-                return "%s/%s in %s has %d of %d replicas Ready" % (
-                    workload.kind, workload.name, workload.namespace, ready, desired)
+                not_ready = _not_ready(informer.objects.values())
+                return "%s/%s in %s has %d of the %d Ready pods it had%s" % (
+                    workload.kind, workload.name, workload.namespace, ready, wanted,
+                    " (%s)" % not_ready_text(not_ready) if not_ready else "")
         return ""
+
+
+def _not_ready(pods):
+    return [pod for pod in pods if not is_ready(pod) and not pod["metadata"].get("deletionTimestamp")]
 
 
 class Owners:
@@ -179,6 +187,12 @@ class Owners:
                 self.this_pass[workload] = ((obj.get("spec") or {}).get("replicas", 1),
                                             sum(1 for pod in pods if is_ready(pod)))
         return self.this_pass[workload]
+
+    def ready_now(self, states):
+        """What each workload of the pods of ``states`` has Ready now: what it must have again once they are
+        evicted."""
+        return {workload: self.replicas(workload)[1]
+                for workload in {self.workload_of(state.pod) for state in states} - {None}}
 
     def new_pass(self):
         self.this_pass = {}

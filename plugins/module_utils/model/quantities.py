@@ -73,19 +73,20 @@ def pod_requests(pod):
 
 
 def amount_text(resource, value):
-    """An amount for people: cpu in cores or millicores ("3.5 CPU", "250m CPU"), memory, ephemeral-storage and
-    hugepages in binary units ("8 GiB", "512 MiB"), pods as a count, any other resource as a count and its name
-    ("2 nvidia.com/gpu")."""
+    """An amount for people: cpu in cores or millicores ("3.5 CPU", "250m CPU"), memory in binary units ("8 GiB",
+    "512 MiB"), ephemeral-storage and hugepages the same, named ("5 GiB ephemeral-storage"), pods as a count, any
+    other resource as a count and its name ("2 nvidia.com/gpu")."""
     if resource == "cpu":
         return "%g CPU" % round(value, 3) if value >= 1 or value == 0 else "%dm CPU" % round(value * 1000)
     if resource == "pods":
         return "%d pods" % value
     if resource not in ("memory", "ephemeral-storage") and not resource.startswith("hugepages-"):
         return "%g %s" % (round(value, 3), resource)
+    named = "" if resource == "memory" else " " + resource
     for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if value >= size:
-            return "%g %s" % (round(value / size, 1), unit)
-    return "%d B" % value
+            return "%g %s%s" % (round(value / size, 1), unit, named)
+    return "%d B%s" % (value, named)
 
 
 def amounts_text(amounts, resources=RESOURCES):

@@ -704,7 +704,7 @@ class Room:
 
     # -- pod affinity and anti-affinity -------------------------------------------
 
-    def _term_pods(self, term):
+    def term_pods(self, term):
         """(pod, node name) of the pods PodTerm ``term`` selects."""
         if term.selector is None:
             return []
@@ -743,7 +743,7 @@ class Room:
         a value among the domains (None: any)."""
         refusals, held, requirements = [], {}, []
         for term in facts.anti_terms:
-            domains = self._domains_of({name for _other, name in self._term_pods(term)}, term.topology_key)
+            domains = self._domains_of({name for _other, name in self.term_pods(term)}, term.topology_key)
             if domains:
                 refusals.append((term.topology_key, domains, anti_affinity_reason(term)))
         for term, places in self._holding(pod, facts):
@@ -758,7 +758,7 @@ class Room:
         terms = facts.affinity_terms
         if terms:
             reason = affinity_reason(terms)
-            selected = [name for other, name in self._term_pods(terms[0])
+            selected = [name for other, name in self.term_pods(terms[0])
                         if all(term_selects(term, other) for term in terms[1:])]
             allowed = [self._domains_of(selected, term.topology_key) for term in terms]
             if any(allowed):

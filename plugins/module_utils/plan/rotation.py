@@ -52,7 +52,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, in_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
+    Room,
+    bound_volume,
+    in_zones,
+    unmodelled,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
     ONE_AT_A_TIME,
     SURGE,
@@ -418,15 +423,15 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
                                                          pool_labels, zone_by_node, pool_zones)[3].get(zone)
                 extra = _warm_node(index, zone, warm_new.get(zone, 0), pool_labels, free_by_zone[zone] or {})
                 room.add_node(extra)
-                more, _left = room.place([pod], where(pod, places + [extra]), other_zone_first_last)
+                more, left = room.place([pod], where(pod, places + [extra]), other_zone_first_last)
                 if more and more[entry["pod"]] == node_name(extra):
                     warm.append(extra)
                     places.append(extra)
                     warm_new[zone] = warm_new.get(zone, 0) + 1
                 else:
                     room.remove_node(node_name(extra))
-                    if not more:
-                        still.append(entry)
+                    # Why not even a node of the pool's own: what the pool would have to change.
+                    still.extend(left)
                 placement.update(more)
             unplaced = still
         unplaced = [dict(entry, reason="its volume is bound to zone %s%s: %s" % (
@@ -476,7 +481,8 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
         "zone_counts": zone_counts(pods, moving_owners, zone_by_node, replica_set_owners),
         "zone_counts_planned": zone_counts(residents, moving_owners, dict(zone_by_node, **placed_zones),
                                            replica_set_owners),
-        "warnings": zone_warnings(chosen, pool_labels, pool_zones),
+        "warnings": zone_warnings(chosen, pool_labels, pool_zones) + unmodelled_warnings(
+            pod for pod, _w, method, _r in moves.values() if method in ("evict", "replace")),
         "budgets": budget_notes,
         "pool_zones": None if pool_zones is None else sorted(pool_zones),
     }
@@ -523,6 +529,22 @@ def zone_warnings(chosen, pool_labels, pool_zones=None):
     others = sorted({zone_of(node) for node, _reasons in chosen if zone_of(node) and zone_of(node) not in served})
     return ["the pool provisions only in zone(s) %s: the pods of zone(s) %s move there, or to other nodes of "
             "their own zone" % (", ".join(sorted(served)), ", ".join(others))] if others else []
+
+
+def unmodelled_warnings(movers):
+    """For each scheduling rule the plan does not model (plan.placement.unmodelled), the moving pods that ask for
+    it: their fit is the scheduler's word alone."""
+    asking = {}
+    for pod in movers:
+        for rule in unmodelled(pod):
+            asking.setdefault(rule, []).append(pod_key(pod))
+    return ["the plan does not model %s, which %s ask(s) for: whether they fit is known only once they are "
+            "scheduled again, which each batch waits for" % (rule, _some(sorted(keys)))
+            for rule, keys in sorted(asking.items())]
+
+
+def _some(names, shown=5):
+    return ", ".join(names[:shown]) + (" and %d more" % (len(names) - shown) if len(names) > shown else "")
 
 
 def _counted(names):

@@ -13,8 +13,8 @@ scheduler's filters would allow:
 - ``node_affinity``: pods whose node no longer satisfies their node
   selector or required node affinity, and pods another node satisfies
   better by their preferred node affinity;
-- ``pod_anti_affinity``: pods that share a node with a pod their required
-  hostname pod anti-affinity excludes;
+- ``pod_anti_affinity``: pods that run in the topology domain (node, zone,
+  ...) of a pod their required pod anti-affinity excludes;
 
 - ``topology_spread``: pods that break their own DoNotSchedule topology
   spread constraints (any topology key), moved from the most to the least
