@@ -150,22 +150,33 @@ def test_nothing_to_connect_to_is_a_clear_error(monkeypatch, tmp_path):
         build_configuration(params())
 
 
+class Silent:
+    """An answer that never comes: the read timeout of ``seconds`` passes on the pool's clock, then it is raised."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+
 class FakePool:
     """In place of the REST layer's urllib3 pool, which every kubernetes client version (29 to 37) calls with
-    each request: answers ``statuses`` in turn (an exception is raised), records each request's headers and URL
-    (its query included)."""
+    each request: answers ``statuses`` in turn (an exception is raised, a Silent one after its timeout on ``now``,
+    the clock the client reads), records each request's headers and URL (its query included)."""
 
     def __init__(self, *answers):
         self.answers = list(answers)
         self.headers = []
         self.urls = []
         self.timeouts = []
+        self.now = 0.0
 
     def request(self, method, url, **kwargs):
         self.headers.append(kwargs.get("headers"))
         self.timeouts.append(kwargs.get("timeout"))
         self.urls.append(url + ("?" + urlencode(kwargs["fields"]) if kwargs.get("fields") else ""))
         answer = self.answers.pop(0)
+        if isinstance(answer, Silent):
+            self.now += answer.seconds
+            raise urllib3.exceptions.ReadTimeoutError(None, url, "Read timed out.")
         if isinstance(answer, Exception):
             raise answer
         status, body = answer
@@ -177,6 +188,7 @@ def fake_client(*answers, **options):
     sleeps = []
     client = new_client(params(host="https://k8s.example:6443", api_key="x", **options), sleep=sleeps.append)
     client.api_client.rest_client.pool_manager = pool = FakePool(*answers)
+    client.api_client._clock = lambda: pool.now
     return client, pool, sleeps
 
 
@@ -276,16 +288,8 @@ def test_every_request_waits_a_bounded_time_longer_for_a_page_of_a_list_than_for
 
 
 def test_a_read_that_timed_out_is_a_lost_answer_retried_within_the_time_spent_on_it():
-    clock = [0.0]
-
-    def timed_out(*_args, **_kwargs):
-        clock[0] += READ_TIMEOUT
-        raise urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes/a", "Read timed out.")
-
-    client, pool, sleeps = fake_client((200, VERSION))
+    client, _pool, sleeps = fake_client(*[Silent(READ_TIMEOUT)] * 9)
     client.api_client.answered = True
-    client.api_client._clock = lambda: clock[0]
-    pool.request = timed_out
     with pytest.raises(ConnectionFailed, match="Read timed out"):
         client.call_json(client.core.read_node, "a")
     # Attempts begun at 0 s, 20.5 s, 41.5 s and 63.5 s: the last one began past the 45 s budget, where waits
@@ -294,19 +298,8 @@ def test_a_read_that_timed_out_is_a_lost_answer_retried_within_the_time_spent_on
 
 
 def test_a_read_whose_first_attempt_failed_at_once_is_repeated_after_a_second_one_timed_out():
-    clock = [0.0]
-    silent = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes/a", "Read timed out.")
-    client, pool, sleeps = fake_client(LOST, silent, (200, node("a")))
+    client, _pool, sleeps = fake_client(LOST, Silent(LIST_READ_TIMEOUT), (200, node("a")))
     client.api_client.answered = True
-    client.api_client._clock = lambda: clock[0]
-    answer = pool.request
-
-    def answer_in_time(*args, **kwargs):
-        if pool.answers[0] is silent:
-            clock[0] += LIST_READ_TIMEOUT
-        return answer(*args, **kwargs)
-
-    pool.request = answer_in_time
     assert client.call_json(client.core.read_node, "a")["metadata"]["name"] == "a"
     assert sleeps == [0.5, 1.0] and client.request_count == 3
 
@@ -344,17 +337,6 @@ def test_a_server_whose_certificate_is_not_trusted_is_named_at_once_with_what_to
 
 
 def test_a_request_the_server_took_has_the_whole_budget_even_before_its_first_answer():
-    clock = [0.0]
-    silent = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes", "Read timed out.")
-    client, pool, sleeps = fake_client(silent, silent, (200, node("a")))
-    client.api_client._clock = lambda: clock[0]
-    answer = pool.request
-
-    def answer_in_time(*args, **kwargs):
-        if pool.answers[0] is silent:
-            clock[0] += READ_TIMEOUT
-        return answer(*args, **kwargs)
-
-    pool.request = answer_in_time
+    client, _pool, sleeps = fake_client(Silent(READ_TIMEOUT), Silent(READ_TIMEOUT), (200, node("a")))
     assert client.call_json(client.core.read_node, "a")["metadata"]["name"] == "a"
     assert sleeps == [0.5, 1.0], "the second attempt began after the 15 s of a first contact"
