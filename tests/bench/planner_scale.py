@@ -147,7 +147,7 @@ def build_cluster(node_count, occupied, skew_every, spread_every=3, seed=13, aff
             placed = [rng.choice(by_zone[zone]) for zone in zones]
             if with_affinity:
                 # Each zone's share on nodes of their own: right for hostname anti-affinity on its own app.
-                shares = {zone: iter(rng.sample(by_zone[zone], zones.count(zone))) for zone in set(zones)}
+                shares = {zone: iter(rng.sample(by_zone[zone], zones.count(zone))) for zone in sorted(set(zones))}
                 placed = [next(shares[zone]) for zone in zones]
         elif anti:
             spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [

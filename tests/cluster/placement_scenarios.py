@@ -54,6 +54,7 @@ NEW_POD = "new"
 ZONES = ("zone-a", "zone-b", "zone-c")
 APPS = ("web", "db", "cache")
 TIERS = ("front", "back")
+REVISIONS = ("r1", "r2")
 DISKS = ("ssd", "hdd")
 DEDICATED = ("gpu", "batch")
 NODE_CPU_M = (500, 1000, 1500, 2000)
@@ -76,7 +77,7 @@ FEATURES = (
     "spread-soft", "init-container", "no-requests", "requests-at-the-edge", "requests-too-big",
     "gpu-node", "gpu-resident", "gpu-request", "ephemeral-storage", "host-port", "resident-host-port",
     "zone-anti-affinity", "pod-affinity-hostname", "pod-affinity-zone", "resident-anti-affinity",
-    "resident-zone-anti-affinity",
+    "resident-zone-anti-affinity", "spread-min-domains", "spread-match-label-keys", "spread-taints-honored",
 )
 
 
@@ -117,7 +118,7 @@ class _Generator:
             self._node("%s-n%d" % (self.sid, number), zones)
         app = rng.choice(self.apps)
         residents = self._residents(app)
-        labels = {"app": app}
+        labels = {"app": app, "rev": rng.choice(REVISIONS)}
         if rng.random() < 0.25:
             labels["tier"] = rng.choice(TIERS)
         spec = {"nodeSelector": {SCENARIO_LABEL: self.sid}}
@@ -276,6 +277,8 @@ class _Generator:
         labels = {"app": app if rng.random() < 0.6 else rng.choice(self.apps), ROLE_LABEL: "resident"}
         if rng.random() < 0.3:
             labels["tier"] = rng.choice(TIERS)
+        if rng.random() < 0.7:
+            labels["rev"] = rng.choice(REVISIONS)
         return labels
 
     def _room_for(self, cpu, memory):
@@ -399,8 +402,19 @@ class _Generator:
                 max_skew = 2
             selector = rng.choice(({"matchLabels": {"app": selected}},
                                    {"matchExpressions": [{"key": "app", "operator": "In", "values": [selected]}]}))
-            constraints.append({"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": selector})
+            constraint = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                          "labelSelector": selector}
+            if rng.random() < 0.15:
+                self.features.add("spread-min-domains")
+                constraint["minDomains"] = rng.choice((2, 3, 4))
+            if rng.random() < 0.15:
+                self.features.add("spread-match-label-keys")
+                constraint["matchLabelKeys"] = ["rev"]
+            if rng.random() < 0.15:
+                # Node affinity is always honoured here: ignoring it would count every node of the cluster.
+                self.features.add("spread-taints-honored")
+                constraint["nodeTaintsPolicy"] = "Honor"
+            constraints.append(constraint)
         if rng.random() < 0.15:
             self.features.add("spread-soft")
             constraints.append({"maxSkew": 1, "topologyKey": rng.choice((ZONE, HOSTNAME)),
@@ -530,7 +544,7 @@ def compact(scenario, residents=None):
 
     def own_labels(labels):
         return {key: value for key, value in (labels or {}).items()
-                if key in ("app", "tier", ZONE, DISK_LABEL)}
+                if key in ("app", "tier", "rev", ZONE, DISK_LABEL)}
 
     def requests(pod):
         return {container["name"]: (container.get("resources") or {}).get("requests") or {}
@@ -560,8 +574,8 @@ def compact(scenario, residents=None):
             pod[field] = spec[field]
     text = json.dumps({"seed": scenario["seed"], "index": scenario["index"], "nodes": nodes, "residents": shown,
                        "pod": pod}, sort_keys=True, separators=(",", ":"))
-    # Node names in the pod's matchFields too.
-    return text.replace('"%s' % prefix, '"')
+    # Node names in the pod's matchFields too, and the scenario's label in the affinity terms' selectors.
+    return text.replace('"%s' % prefix, '"').replace('"%s"' % scenario["id"], '"S"')
 
 
 def _scheduling_fields(pod, fields=("affinity", "ports")):

@@ -222,3 +222,45 @@ def test_a_domain_whose_nodes_lack_the_key_of_another_constraint_holds_none_of_t
     # be (0 pods there, as the scheduler counts a domain it never saw), the rack constraint refuses it.
     assert Room(nodes, residents).why_not(spreading, "c1") == "its topology spread constraint on rack would be broken"
     assert fit([spreading], nodes, residents) == ({"ns/web-3": "a1"}, [])
+
+
+def fits_on(room, new_pod):
+    return [name for name in sorted(room.nodes) if room.why_not(new_pod, name) is None]
+
+
+def test_min_domains_measures_the_skew_from_zero_while_fewer_zones_have_a_node():
+    nodes = [node("a-0", zone="a"), node("b-0", zone="b")]
+    room = Room(nodes, [pod("w1", "a-0"), pod("w2", "b-0")])
+    assert fits_on(room, pod("w3", topologySpreadConstraints=[zone_spread()])) == ["a-0", "b-0"]
+    three = dict(zone_spread(), minDomains=3)
+    assert fits_on(room, pod("w3", topologySpreadConstraints=[three])) == [], "1 + 1 is 2 more than none"
+    assert domain_counts(pod("w3", topologySpreadConstraints=[three]), three, nodes,
+                         {"a-0": room.pods_by_node["a-0"], "b-0": room.pods_by_node["b-0"]}) == {"a": 1, "b": 1}
+
+
+def test_match_label_keys_count_only_the_pods_of_the_same_revision():
+    nodes = [node("a-0", zone="a"), node("b-0", zone="b")]
+    old = [pod("w%d" % index, "a-0", labels={"pod-template-hash": "old"}) for index in range(3)]
+    room = Room(nodes, old + [pod("w3", "b-0", labels={"pod-template-hash": "new"})])
+    by_revision = dict(zone_spread(), matchLabelKeys=["pod-template-hash"])
+    new = pod("w4", labels={"pod-template-hash": "new"}, topologySpreadConstraints=[by_revision])
+    assert fits_on(room, new) == ["a-0"], "the new revision has one pod, in b: a is where it spreads"
+    assert fits_on(room, pod("w4", labels={"pod-template-hash": "new"}, topologySpreadConstraints=[zone_spread()])) \
+        == ["b-0"]
+
+
+def test_the_node_policies_say_which_nodes_a_spread_counts():
+    gpu = [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    nodes = [node("a-0", zone="a"), node("b-0", zone="b"), node("c-0", zone="c", taints=gpu),
+             node("d-0", zone="d", labels={"disk": "hdd"})]
+    room = Room(nodes, [pod("w1", "a-0"), pod("w2", "b-0")])
+    on_ssd_or_not = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}]}}}
+    # Honor node affinity (d is not counted), Ignore taints (c counts, with none): a and b have one more than c.
+    assert fits_on(room, pod("w3", topologySpreadConstraints=[zone_spread()], affinity=on_ssd_or_not)) == []
+    honoring_taints = dict(zone_spread(), nodeTaintsPolicy="Honor")
+    assert fits_on(room, pod("w3", topologySpreadConstraints=[honoring_taints], affinity=on_ssd_or_not)) == [
+        "a-0", "b-0"], "c is not counted: the pod does not tolerate its taint"
+    ignoring_affinity = dict(honoring_taints, nodeAffinityPolicy="Ignore")
+    assert fits_on(room, pod("w3", topologySpreadConstraints=[ignoring_affinity], affinity=on_ssd_or_not)) == [], \
+        "d is counted, with none"

@@ -20,7 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation imp
     version_tuple,
     warm_template,
 )
-from builders import ZONE, anti_affinity, node, pdb, pod, zone_spread
+from builders import ZONE, anti_affinity, node, pdb, pod
 
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
 WEB = Workload("Deployment", "ns", "web")
@@ -576,10 +576,10 @@ def test_a_pod_asking_for_a_resource_the_pools_template_lacks_does_not_fit_and_t
 
 def test_the_plan_warns_of_the_rules_it_does_not_model_naming_the_pods_that_ask_for_them():
     nodes = [node("old-1", zone="a"), node("new-1", zone="a")]
-    spread = dict(zone_spread("web"), minDomains=3)
-    pods = [pod("web-%d" % index, "old-1", topologySpreadConstraints=[spread]) for index in range(7)]
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    pods = [pod("web-%d" % index, "old-1", resourceClaims=claims) for index in range(7)]
     plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 7}, settings_for(nodes), NOW)
     (warning,) = plan["warnings"]
-    assert warning.startswith("the plan does not model topologySpreadConstraints minDomains, which ns/web-0, "
+    assert warning.startswith("the plan does not model dynamic resource claims, which ns/web-0, "
                               "ns/web-1, ns/web-2, ns/web-3, ns/web-4 and 2 more ask(s) for")
     assert "warning: " + warning in plan["summary"]

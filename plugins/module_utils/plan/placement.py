@@ -216,12 +216,6 @@ def unmodelled(pod):
             namespaces = term.get("namespaceSelector") or {}
             if kind == "podAffinity" and (namespaces.get("matchLabels") or namespaces.get("matchExpressions")):
                 found.append("podAffinity namespaceSelector")
-    for constraint in hard_spread_constraints(pod):
-        for field in ("minDomains", "matchLabelKeys"):
-            if constraint.get(field):
-                found.append("topologySpreadConstraints %s" % field)
-        if constraint.get("nodeAffinityPolicy") == "Ignore" or constraint.get("nodeTaintsPolicy") == "Honor":
-            found.append("topologySpreadConstraints node policies")
     if spec.get("resourceClaims"):
         found.append("dynamic resource claims")
     return sorted(set(found))
@@ -229,12 +223,44 @@ def unmodelled(pod):
 
 def counts_itself(pod, constraint):
     """Whether the pod adds to its own spread constraint's count: only when the constraint selects it."""
-    return selector_matches(constraint.get("labelSelector"), (pod.get("metadata") or {}).get("labels"))
+    return selector_matches(spread_selector(pod, constraint), (pod.get("metadata") or {}).get("labels"))
 
 
 def hard_spread_constraints(pod):
     return [constraint for constraint in (pod.get("spec") or {}).get("topologySpreadConstraints") or []
             if constraint.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"]
+
+
+def spread_selector(pod, constraint):
+    """The constraint's labelSelector with its ``matchLabelKeys`` added (each key the pod has, In its value), as the
+    scheduler selects the pods it counts. None selects nothing."""
+    selector = constraint.get("labelSelector")
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    keys = [key for key in constraint.get("matchLabelKeys") or () if key in labels]
+    if selector is None or not keys:
+        return selector
+    return dict(selector, matchExpressions=list(selector.get("matchExpressions") or []) + [
+        {"key": key, "operator": "In", "values": [labels[key]]} for key in keys])
+
+
+def spread_counts_node(pod, constraint, node, topology_keys):
+    """Whether ``constraint`` of ``pod`` counts the pods of ``node``: it has every one of ``topology_keys`` (those
+    of all the pod's DoNotSchedule constraints), and by the constraint's node policies its node affinity (unless
+    nodeAffinityPolicy is Ignore) and its taints (when nodeTaintsPolicy is Honor) let the pod there."""
+    labels = node_labels(node)
+    if not all(key in labels for key in topology_keys):
+        return False
+    if constraint.get("nodeAffinityPolicy", "Honor") != "Ignore" and not matches_node_affinity(pod, node):
+        return False
+    return constraint.get("nodeTaintsPolicy", "Ignore") != "Honor" or \
+        all(tolerates(pod, taint) for taint in blocking_taints(node))
+
+
+def spread_eligibility(constraint, affinity, tolerations):
+    """What decides which nodes a constraint counts, besides topology keys (spread_counts_node), as a key: the pod's
+    node affinity (``affinity``, as _Facts keys it) under the Honor policy, its tolerations under Honor."""
+    return (affinity if constraint.get("nodeAffinityPolicy", "Honor") != "Ignore" else "",
+            tolerations if constraint.get("nodeTaintsPolicy", "Ignore") == "Honor" else None)
 
 
 def spread_topology_keys(pod):
@@ -244,22 +270,21 @@ def spread_topology_keys(pod):
 
 
 def domain_counts(pod, constraint, nodes, pods_by_node):
-    """Pods matching ``constraint``'s selector in the pod's namespace, per value of its topology key,
-    over the nodes whose labels the pod's node affinity selects (the scheduler's default policy) and that
-    have the topology keys of all the pod's DoNotSchedule constraints."""
+    """Pods matching ``constraint``'s selector (spread_selector) in the pod's namespace, per value of its topology
+    key, over the nodes it counts (spread_counts_node)."""
     namespace = pod["metadata"]["namespace"]
     key = constraint.get("topologyKey")
     required = spread_topology_keys(pod)
+    selector = spread_selector(pod, constraint)
     counts = {}
     for node in nodes:
-        labels = node_labels(node)
-        domain = labels.get(key)
-        if domain is None or not matches_node_affinity(pod, node) or not all(k in labels for k in required):
+        domain = node_labels(node).get(key)
+        if domain is None or not spread_counts_node(pod, constraint, node, required):
             continue
         counts.setdefault(domain, 0)
         counts[domain] += sum(1 for other in pods_by_node.get(node["metadata"]["name"], ())
                               if other["metadata"]["namespace"] == namespace
-                              and selector_matches(constraint.get("labelSelector"), other["metadata"].get("labels")))
+                              and selector_matches(selector, other["metadata"].get("labels")))
     return counts
 
 
@@ -331,11 +356,12 @@ class _Spread:
 
 
 class _Eligible:
-    """The nodes (``domains``, name -> domain of ``topology_key``) that the node affinity of ``sample``
-    selects, how many there are per domain (``nodes_in``), and the _Spreads counted over them."""
+    """The nodes (``domains``, name -> domain of ``topology_key``) that ``constraint`` of ``sample`` counts
+    (spread_counts_node), how many there are per domain (``nodes_in``), and the _Spreads counted over them."""
 
-    def __init__(self, sample, topology_key, nodes, topology_keys=()):
+    def __init__(self, sample, constraint, topology_key, nodes, topology_keys=()):
         self.sample = sample
+        self.constraint = constraint
         self.topology_key = topology_key
         self.topology_keys = topology_keys
         self.domains = {}
@@ -347,8 +373,7 @@ class _Eligible:
     def node_added(self, node):
         labels = node_labels(node)
         domain = labels.get(self.topology_key)
-        if domain is None or not matches_node_affinity(self.sample, node) or \
-                not all(key in labels for key in self.topology_keys):
+        if domain is None or not spread_counts_node(self.sample, self.constraint, node, self.topology_keys):
             return
         self.domains[node_name(node)] = domain
         self.nodes_in[domain] = self.nodes_in.get(domain, 0) + 1
@@ -384,7 +409,9 @@ class _Facts:
         metadata = pod.get("metadata") or {}
         self.identity = (metadata.get("namespace"), canonical_json(metadata.get("labels") or {}))
         topology_keys = spread_topology_keys(pod)
-        self.spreads = [_HardSpread(pod, constraint, self.affinity, topology_keys)
+        tolerations = canonical_json(spec.get("tolerations") or [])
+        self.spreads = [_HardSpread(pod, constraint, spread_eligibility(constraint, self.affinity, tolerations),
+                                    topology_keys)
                         for constraint in hard_spread_constraints(pod)]
 
 
@@ -392,20 +419,21 @@ class _HardSpread:
     """One DoNotSchedule constraint of a pod and what checking it reads: the key of its counts, its
     topology key and maxSkew, and whether the pod adds to its own count (counts_itself)."""
 
-    def __init__(self, pod, constraint, affinity, topology_keys):
+    def __init__(self, pod, constraint, eligibility, topology_keys):
         self.constraint = constraint
-        self.key = _spread_key(pod, constraint, affinity, topology_keys)
+        self.key = _spread_key(pod, constraint, eligibility, topology_keys)
         self.topology_key = constraint.get("topologyKey")
         self.max_skew = constraint.get("maxSkew", 1)
+        self.min_domains = constraint.get("minDomains") or 0
         self.itself = 1 if counts_itself(pod, constraint) else 0
 
 
-def _spread_key(pod, constraint, affinity, topology_keys):
+def _spread_key(pod, constraint, eligibility, topology_keys):
     """What a constraint's counts depend on: the pod's namespace, the constraint's topology key and
-    selector, the pod's node affinity (``affinity``, as _Facts keys it) and the topology keys every
-    counted node must have (``topology_keys``, those of all the pod's DoNotSchedule constraints)."""
+    selector (spread_selector), which nodes it counts (``eligibility``: spread_eligibility) and the topology keys
+    every counted node must have (``topology_keys``, those of all the pod's DoNotSchedule constraints)."""
     return (pod["metadata"]["namespace"], constraint.get("topologyKey"),
-            canonical_json(constraint.get("labelSelector") or {}), affinity, topology_keys)
+            canonical_json(spread_selector(pod, constraint) or {}), eligibility, topology_keys)
 
 
 class Room:
@@ -519,6 +547,8 @@ class Room:
             self._file_holder(pod, name, delta)
 
     def _file_holder(self, pod, name, delta):
+        if not ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity"):
+            return  # most pods: no need to work out all their facts to find they hold nothing
         for term in self._facts_of(pod).anti_terms:
             key = (canonical_json(term.selector), term.namespaces, term.topology_key)
             if key not in self._holders:
@@ -650,19 +680,22 @@ class Room:
 
     def domain_counts(self, pod, constraint):
         """domain_counts(pod, constraint, self.nodes.values(), self.pods_by_node), from counts kept up to date."""
-        key = _spread_key(pod, constraint, self._facts_of(pod).affinity, spread_topology_keys(pod))
+        spec = pod.get("spec") or {}
+        eligibility = spread_eligibility(constraint, self._facts_of(pod).affinity,
+                                         canonical_json(spec.get("tolerations") or []))
+        key = _spread_key(pod, constraint, eligibility, spread_topology_keys(pod))
         return dict(self._spread(pod, constraint, key).counts)
 
     def _spread(self, pod, constraint, key):
         spread = self._spreads.get(key)
         if spread is not None:
             return spread.counts
-        namespace, topology_key, _selector, affinity, topology_keys = key
-        eligible = self._eligible.get((affinity, topology_key, topology_keys))
+        namespace, topology_key, _selector, eligibility, topology_keys = key
+        eligible = self._eligible.get((eligibility, topology_key, topology_keys))
         if eligible is None:
-            eligible = self._eligible[(affinity, topology_key, topology_keys)] = _Eligible(
-                pod, topology_key, self.nodes.values(), topology_keys)
-        selector = constraint.get("labelSelector")
+            eligible = self._eligible[(eligibility, topology_key, topology_keys)] = _Eligible(
+                pod, constraint, topology_key, self.nodes.values(), topology_keys)
+        selector = spread_selector(pod, constraint)
         spread = self._spreads[key] = _Spread(selector, eligible,
                                               [name for _other, name in self.pods_matching(namespace, selector)])
         eligible.spreads.append(spread)
@@ -796,8 +829,8 @@ class Room:
         limits = []
         for hard in facts.spreads:
             counts = self._spread(pod, hard.constraint, hard.key)
-            limits.append((hard.constraint, hard.topology_key, counts.counts,
-                           counts.min + hard.max_skew - hard.itself))
+            floor = 0 if len(counts.counts) < hard.min_domains else counts.min
+            limits.append((hard.constraint, hard.topology_key, counts.counts, floor + hard.max_skew - hard.itself))
         return limits
 
     def _broken_spread(self, limits, name):
