@@ -38,6 +38,8 @@ description:
 extends_documentation_fragment:
   - kubeops.rotation.connection
 seealso:
+  - module: kubeops.rotation.gates
+    description: Checks that the application is well before the first batch and after each one.
   - module: kubeops.rotation.rotation_state
     description: Records each node's phase; nodes drained or retired under the same O(rotation_id) are left out of the plan.
   - module: kubeops.rotation.cordon

@@ -32,7 +32,7 @@ TASK_NAMES = (
 )
 # The JSON report as the page describes it: its top-level keys, the keys of each entry of batches and of left.
 REPORT_KEYS = ("rotation_id", "outcome", "stopped", "check_mode", "plan", "planned_batches", "batches", "zones_before",
-               "zones_planned", "zones_after", "left")
+               "zones_planned", "zones_after", "left", "gates")
 BATCH_KEYS = ("batch", "nodes", "replacements_planned", "replacements_done", "replaced_workloads", "evictions_planned",
               "evictions_done", "replaced", "evicted", "differences", "seconds", "warm_seconds", "replace_seconds",
               "evict_seconds", "row")

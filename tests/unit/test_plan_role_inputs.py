@@ -15,6 +15,7 @@ ROTATE_NODES_DEFAULTS = {
     "rotate_nodes_warm_timeout": 600, "rotate_nodes_restart_timeout": 900, "rotate_nodes_retire_timeout": 600,
     "rotate_nodes_evict_timeout": 600, "rotate_nodes_max_in_flight": None,
     "rotate_nodes_max_unavailable_per_owner": None, "rotate_nodes_retire": "delete", "rotate_nodes_retire_tasks": "",
+    "rotate_nodes_gate_timeout": 300, "rotate_nodes_gate_interval": 10, "rotate_nodes_gates": {},
 }
 DRAIN_NODE_DEFAULTS = {
     "drain_node_nodes": ["node-1"], "drain_node_node_selector": "", "drain_node_timeout": 300,
@@ -131,3 +132,13 @@ def test_the_filter_applies_the_named_roles_checks_and_refuses_another_role():
         "drain_node_timeout must be 1 or more, got 0."]
     with pytest.raises(AnsibleFilterError, match="the roles drain_node, rotate_nodes, not of rebalance"):
         errors({}, "rebalance")
+
+
+def test_rotate_nodes_refuses_gates_it_does_not_know_and_bounds_of_their_waits():
+    assert rotate_nodes(rotate_nodes_gates={"prometheus": {"url": "http://p:9090"}, "grafana": {}, "pager": 1},
+                        rotate_nodes_gate_timeout=-1, rotate_nodes_gate_interval=0) == [
+        "rotate_nodes_gate_timeout must be 0 or more, got -1.",
+        "rotate_nodes_gate_interval must be 1 or more, got 0.",
+        "rotate_nodes_gates has no gate kind grafana, pager: the kinds are prometheus, alertmanager, kubernetes, http."]
+    assert rotate_nodes(rotate_nodes_gates=["http://p"]) == [
+        "rotate_nodes_gates must be a mapping of prometheus, alertmanager, kubernetes, http, got ['http://p']."]

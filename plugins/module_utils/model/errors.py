@@ -44,3 +44,7 @@ class TimedOut(KubeopsError):
 class LeaseLost(KubeopsError):
     """The run could not renew its Lease within the renew deadline, or another run took it over: it stopped
     before its next request, so that two runs never act at once."""
+
+
+class GatesClosed(KubeopsError):
+    """A gate did not hold within its timeout; ``result`` carries what each gate saw."""

@@ -18,6 +18,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits impor
 ROTATE_NODES_TIMEOUTS = ("rotate_nodes_warm_timeout", "rotate_nodes_restart_timeout", "rotate_nodes_retire_timeout",
                          "rotate_nodes_evict_timeout")
 DRAIN_NODE_LIMITS = ("drain_node_max_in_flight", "drain_node_max_per_node", "drain_node_max_per_namespace")
+# The kinds of gates, as the gates module's options name them.
+GATE_KINDS = ("prometheus", "alertmanager", "kubernetes", "http")
 
 
 def jinja_int(value):
@@ -62,7 +64,20 @@ def rotate_nodes_errors(variables):
         count_or_percent_variable_error(variables, "rotate_nodes_max_unavailable_per_owner"),
         "rotate_nodes_retire_tasks is empty: rotate_nodes_retire=tasks needs the task file to run per node."
         if no_retire_tasks else None,
+        at_least_error(variables, "rotate_nodes_gate_timeout", 0),
+        at_least_error(variables, "rotate_nodes_gate_interval", 1),
+        gates_error(variables["rotate_nodes_gates"]),
     ]
+
+
+def gates_error(gates):
+    """Why rotate_nodes_gates is refused: not a mapping of the kinds of gates."""
+    if not isinstance(gates, dict):
+        return "rotate_nodes_gates must be a mapping of %s, got %r." % (", ".join(GATE_KINDS), gates)
+    unknown = sorted(str(kind) for kind in gates if kind not in GATE_KINDS)
+    if unknown:
+        return "rotate_nodes_gates has no gate kind %s: the kinds are %s." % (", ".join(unknown), ", ".join(GATE_KINDS))
+    return None
 
 
 def drain_node_errors(variables):
