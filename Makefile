@@ -13,7 +13,7 @@ DEMO_DIR := $(CACHE)/demo-cluster
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export PATH := $(BIN):$(PATH)
 
-.PHONY: test venv cluster-bin collection checkout-link kubernetes-core unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo demo-node-group down clean
+.PHONY: test venv cluster-bin collection checkout-link kubernetes-core prometheus unit matrix bench-smoke integration rulebook-venv sanity lint ee-context release-check bench demo demo-node-group down clean
 
 # The version matrix, as ansible-core,Python,kubernetes: the oldest ansible-core that meta/runtime.yml allows on a
 # controller Python it supports, with the oldest kubernetes client that requirements.txt allows; the newest of each.
@@ -84,9 +84,16 @@ $(KUBERNETES_CORE)/.installed: venv
 # file's tests share what its fixtures set up); in one process against a cluster of your own
 # (KUBEOPS_TEST_KUBECONFIG), where the tests of two processes would share its warm pool.
 INTEGRATION_WORKERS ?= $(if $(KUBEOPS_TEST_KUBECONFIG),0,2)
-integration: venv cluster-bin collection checkout-link rulebook-venv kubernetes-core
+integration: venv cluster-bin collection checkout-link rulebook-venv kubernetes-core prometheus
 	$(BIN)/python -m pytest tests/integration --durations=15 \
 	  $(if $(filter-out 0,$(INTEGRATION_WORKERS)),-n $(INTEGRATION_WORKERS) --dist loadfile)
+
+# Prometheus for the gates' tests (tests/cluster/prometheus.py starts its own): Debian's package, as root; where it
+# cannot be installed, those tests skip saying so.
+prometheus:
+	@command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
+	  echo "prometheus could not be installed: the gates' Prometheus tests will skip"
 
 sanity: venv
 	tests/sanity/run.sh
@@ -125,13 +132,16 @@ bench-smoke: venv cluster-bin collection
 	$(BIN)/python tests/bench/module_costs.py --trials 1
 
 # Side-by-side benchmarks against the tools the collection replaces (not part of `make test`).
-bench: venv cluster-bin collection
+bench: venv cluster-bin collection checkout-link
 	$(BIN)/python tests/bench/planner_scale.py --json $(CACHE)/bench-planner-scale.json
 	$(BIN)/python tests/bench/drain_side_by_side.py --json $(CACHE)/bench-drain-side-by-side.json
 	$(BIN)/python tests/bench/drain_side_by_side.py --scenario one-node --json $(CACHE)/bench-drain-one-node.json
 	$(BIN)/python tests/bench/rotation_vs_manual.py --json $(CACHE)/bench-rotation-vs-manual.json
 	$(BIN)/python tests/bench/module_costs.py
 	$(BIN)/python tests/bench/rebalance_vs_descheduler.py
+	# The placement differential at 2,000 scenarios (200 in the tests): every one must agree with kube-scheduler.
+	KUBEOPS_PLACEMENT_SCENARIOS=2000 $(BIN)/python -m pytest tests/integration/test_placement_vs_scheduler.py -q -s
+	$(BIN)/python tests/bench/planner_scale.py --spread-every 1 --affinity-every 3 --sizes 250,500,1000
 
 # The article's situation on the real Karpenter: a NodePool change, Drifted NodeClaims, do-not-disrupt pods, and
 # rotate_nodes on the drifted nodes (tests/cluster/karpenter_demo.py).

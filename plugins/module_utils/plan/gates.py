@@ -68,7 +68,7 @@ def query_gate(query, result, minimum=None, maximum=None, name=None):
     values = _values(result)
     if minimum is None and maximum is None:
         return GateResult(name, False, "%d series: %s" % (len(values), _shown(
-            ["%s %s" % (labels_text(metric), value) for metric, value in values])))
+            ["%s %g" % (labels_text(metric), value) for metric, value in values])))
     if not values:
         return GateResult(name, False, "no series, where a value within its bounds is wanted")
     outside = [(metric, value) for metric, value in values
