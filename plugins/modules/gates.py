@@ -89,10 +89,6 @@ options:
         description: Label matchers, as O(prometheus.alerts).
         type: list
         elements: dict
-      queries:
-        description: Not read from an Alertmanager; give them under O(prometheus).
-        type: list
-        elements: dict
       headers:
         description: Headers for each request.
         type: dict
@@ -273,7 +269,8 @@ SERVER_OPTIONS = dict(
 
 ARGUMENT_SPEC = dict(
     prometheus=dict(type="dict", options=SERVER_OPTIONS),
-    alertmanager=dict(type="dict", options=SERVER_OPTIONS),
+    # An Alertmanager answers no queries.
+    alertmanager=dict(type="dict", options={name: spec for name, spec in SERVER_OPTIONS.items() if name != "queries"}),
     kubernetes=dict(type="list", elements="dict", options=dict(
         kind=dict(type="str", required=True), api_version=dict(type="str", default="v1"),
         namespace=dict(type="str"), label_selector=dict(type="str"), condition=dict(type="str", required=True),
@@ -299,8 +296,6 @@ def validated(params):
             "kubernetes[%d].label_selector" % index, check.get("label_selector"))
         if error:
             raise InvalidInput("kubernetes[%d].condition: %s" % (index, error) if "JMESPath" in error else error)
-    if (params.get("alertmanager") or {}).get("queries"):
-        raise InvalidInput("alertmanager.queries: an Alertmanager answers no queries; give them under prometheus.")
     for source in ("prometheus", "alertmanager"):
         for matcher in (params.get(source) or {}).get("alerts") or ():
             if any(not isinstance(value, (str, int, float)) for value in matcher.values()):
@@ -310,7 +305,7 @@ def validated(params):
 
 def main():
     module = kubernetes_module(ARGUMENT_SPEC)
-    run_module(module, lambda client, gates: wait_for_gates(client, gates), validated)
+    run_module(module, wait_for_gates, validated)
 
 
 if __name__ == "__main__":

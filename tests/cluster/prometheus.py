@@ -115,4 +115,3 @@ class Prometheus:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError("timed out waiting for %s; Prometheus exited %s" % (what, self.process.poll()))
             time.sleep(0.5)
-

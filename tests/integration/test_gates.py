@@ -72,13 +72,12 @@ def two_batches(cluster, test_id):
 def test_an_alert_that_fires_after_batch_one_stops_the_rotation_before_batch_two_and_a_rerun_finishes(
         cluster, two_batches, prometheus, tmp_path):
     scenario = two_batches
-    gates = {"rotate_nodes_gates": {
-        "prometheus": {"url": prometheus.url, "alerts": [{"severity": "critical"}]},
-        "kubernetes": [{"kind": "Deployment", "api_version": "apps/v1", "namespace": scenario.namespace,
-                        "condition": NOT_WHOLE, "name": "the shop is whole"}]},
-        "rotate_nodes_gate_timeout": 6, "rotate_nodes_gate_interval": 2,
-        # Long enough for the test to raise the alert once batch 1's node is gone, before its gates are checked.
-        "rotate_nodes_soak_seconds": 10}
+    checks = {"prometheus": {"url": prometheus.url, "alerts": [{"severity": "critical"}]},
+              "kubernetes": [{"kind": "Deployment", "api_version": "apps/v1", "namespace": scenario.namespace,
+                              "condition": NOT_WHOLE, "name": "the shop is whole"}]}
+    # The soak is long enough for the test to raise the alert once batch 1's node is gone, before its gates.
+    gates = {"rotate_nodes_gates": checks, "rotate_nodes_gate_timeout": 6, "rotate_nodes_gate_interval": 2,
+             "rotate_nodes_soak_seconds": 10}
     first_uids = {pod.metadata.uid: pod.spec.node_name for pod in cluster.pods(scenario.namespace)}
     before = eviction_requests(cluster)
     log = tmp_path / "first.log"

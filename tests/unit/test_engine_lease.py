@@ -44,7 +44,11 @@ def test_the_first_take_is_tried_again_until_the_renew_deadline_then_raises_what
         held.attempt(unreachable, first=True, sleep=wait)
     assert held.renewed_at is None and waits == [3.0] * 6, waits  # every 3 s within the 20 s renew deadline
     answers = [unreachable, renewed]
-    held.attempt(lambda: answers.pop(0)(), first=True, sleep=wait)
+
+    def next_answer():
+        return answers.pop(0)()
+
+    held.attempt(next_answer, first=True, sleep=wait)
     assert held.renewed_at is not None
 
 

@@ -7,10 +7,9 @@
 from __future__ import annotations
 
 import json
-import ssl
 import urllib.error
-import urllib.request
 
+from ansible.module_utils.urls import ConnectionError as NoConnection, open_url
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import KubeopsError
 
 # Seconds a gate's request waits for an answer, unless it names its own.
@@ -19,19 +18,13 @@ HTTP_TIMEOUT = 10
 
 def http_get(url, headers=None, validate_certs=True, ca_cert=None, timeout=HTTP_TIMEOUT):
     """(status, body) of a GET of ``url``; status None and the error's text as body when no answer came."""
-    context = None
-    if url.startswith("https:"):
-        context = ssl.create_default_context(cafile=ca_cert)
-        if not validate_certs:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-    request = urllib.request.Request(url, headers=dict(headers or {}))
     try:
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:  # nosec: the user's URL
+        with open_url(url, headers=dict(headers or {}), validate_certs=validate_certs, ca_path=ca_cert,
+                      timeout=timeout) as answer:
             return answer.status, answer.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, NoConnection, OSError, ValueError) as exc:
         return None, str(getattr(exc, "reason", exc))
 
 

@@ -92,8 +92,8 @@ def _objects_gate(client, check):
     where = " ".join(part for part in (
         check.get("namespace") and "in %s" % check["namespace"],
         check.get("label_selector") and "(%s)" % check["label_selector"]) if part)
-    name = check.get("name") or "kubernetes %s%s: %s" % (check["kind"], " " + where if where else "",
-                                                        check["condition"])
+    name = check.get("name") or "kubernetes %s%s: %s" % (
+        check["kind"], " " + where if where else "", check["condition"])
     try:
         objects = list_objects(client, check.get("api_version") or "v1", check["kind"], check.get("namespace"),
                                check.get("label_selector"))

@@ -362,8 +362,8 @@ def progress_line(states, in_flight, queue, wait, now):
 def explain_blocked(states, pdbs_of, pods_of):
     """At the deadline, say of each pod left why: still terminating, blocked by which PDBs (only when its PDB
     refused it) and what they wait for, its last refusal, or not attempted. A pod in flight, or whose last answer
-    was lost, is looked for first: gone, it was evicted; terminating, it was evicted and still terminates. ``pdbs_of(namespace)`` and ``pods_of(namespace)`` read
-    the cluster when asked."""
+    was lost, is looked for first: gone, it was evicted; terminating, it was evicted and still terminates.
+    ``pdbs_of(namespace)`` and ``pods_of(namespace)`` read the cluster when asked."""
     for state in states:
         if state.uncertain or state.outcome is Outcome.IN_FLIGHT:
             current = [pod for pod in pods_of(state.namespace) if pod["metadata"].get("uid") == state.uid]

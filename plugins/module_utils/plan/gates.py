@@ -8,6 +8,7 @@ reading is engine.gates'. Each gate judges to a GateResult: its name, whether it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 try:
@@ -72,7 +73,7 @@ def query_gate(query, result, minimum=None, maximum=None, name=None):
     if not values:
         return GateResult(name, False, "no series, where a value within its bounds is wanted")
     outside = [(metric, value) for metric, value in values
-               if value != value or (minimum is not None and value < minimum)
+               if math.isnan(value) or (minimum is not None and value < minimum)
                or (maximum is not None and value > maximum)]
     bounds = " ".join(part for part in (
         "at least %g" % minimum if minimum is not None else "", "at most %g" % maximum if maximum is not None

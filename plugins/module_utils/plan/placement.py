@@ -31,7 +31,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import claim_names, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (
     RESOURCES,
-    amount_text,
     amounts_text,
     pod_requests,
     resource_amounts,
