@@ -40,3 +40,15 @@ def test_now_is_written_as_the_api_writes_times_and_reads_back():
     now = utc_now()
     assert len(now) == 20 and now.endswith("Z")
     assert abs((parse_time(now) - datetime.datetime.now(UTC)).total_seconds()) < 5
+
+
+def test_durations_may_combine_units_as_people_and_go_write_them():
+    assert parse_duration("1h30m") == 5400 and parse_duration("1d12h") == 129600 and parse_duration("2m30s") == 150
+    assert parse_duration("1h 30m") == 5400
+    for wrong in ("1h30", "h", "1.5h", "-5m", "", "1x"):
+        try:
+            parse_duration(wrong)
+        except ValueError as exc:
+            assert "use 90, 90s, 10m, 1h30m, 7d" in str(exc)
+        else:
+            raise AssertionError("%r was read as a duration" % wrong)

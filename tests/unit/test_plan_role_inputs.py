@@ -79,7 +79,8 @@ def test_a_number_is_shown_as_it_was_written_and_null_is_read_as_0():
     assert rotate_nodes(rotate_nodes_warm_timeout=False) == ["rotate_nodes_warm_timeout must be 1 or more, got False."]
     assert rotate_nodes(rotate_nodes_evict_timeout="abc") == ["rotate_nodes_evict_timeout must be 1 or more, got abc."]
     assert rotate_nodes(rotate_nodes_soak_seconds="-0.5") == []
-    assert rotate_nodes(rotate_nodes_id=None) == [], "null reads as the text None, as the Jinja check read it"
+    assert rotate_nodes(rotate_nodes_id=None) == [
+        "rotate_nodes_id is required: a rerun with the same id continues the rotation instead of starting over."]
 
 
 @pytest.mark.parametrize("value", [
@@ -142,3 +143,14 @@ def test_rotate_nodes_refuses_gates_it_does_not_know_and_bounds_of_their_waits()
         "rotate_nodes_gates has no gate kind grafana, pager: the kinds are prometheus, alertmanager, kubernetes, http."]
     assert rotate_nodes(rotate_nodes_gates=["http://p"]) == [
         "rotate_nodes_gates must be a mapping of prometheus, alertmanager, kubernetes, http, got ['http://p']."]
+
+
+@pytest.mark.parametrize("rotation_id", ["My_Rotation", "pool.2026", "-pool", "pool-", "a" * 55])
+def test_rotate_nodes_refuses_an_id_that_cannot_name_the_warm_deployment(rotation_id):
+    (error,) = rotate_nodes(rotate_nodes_id=rotation_id)
+    assert error.startswith("rotate_nodes_id %s is not a DNS-1123 label of at most 54 characters" % rotation_id)
+
+
+def test_the_refusal_of_an_id_suggests_one_that_would_do():
+    assert rotate_nodes(rotate_nodes_id="My_Rotation")[0].endswith("; for example my-rotation.")
+    assert rotate_nodes(rotate_nodes_id="general-2026-12") == []

@@ -12,6 +12,8 @@ templated variable that came out empty must not look like success.
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import parse_quantity
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import (
     field_selector_text_error,
@@ -121,3 +123,23 @@ def labels_error(name, labels):
         if problem:
             return "%s.%s: %s." % (name, key, problem)
     return None
+
+
+# What a rotation id may be: it names the warm nodes' Deployment, rotation-<id>, and labels what the rotation makes.
+ROTATION_ID_MAX = 63 - len("rotation-")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def rotation_id_error(name, value):
+    """Why a rotation id is refused: not a DNS-1123 label short enough to name what the rotation makes."""
+    text = str(value)
+    if _DNS_LABEL.match(text) and len(text) <= ROTATION_ID_MAX:
+        return None
+    return ("%s %s is not a DNS-1123 label of at most %d characters (lower-case letters, digits and '-', starting "
+            "and ending with a letter or a digit): it names the warm nodes' Deployment rotation-<id>; for example "
+            "%s." % (name, text, ROTATION_ID_MAX, _suggested(text)))
+
+
+def _suggested(text):
+    suggestion = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:ROTATION_ID_MAX].strip("-")
+    return suggestion or "pool-2026-12"

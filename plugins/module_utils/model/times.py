@@ -10,7 +10,8 @@ import datetime
 import re
 
 FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
+_DURATION = re.compile(r"^\s*(?:\d+\s*[smhdw]?\s*|(?:\d+\s*[smhdw]\s*)+)$")
+_DURATION_PART = re.compile(r"(\d+)\s*([smhdw]?)")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _FRACTION = re.compile(r"\.\d+")
 _GO_PART = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
@@ -36,11 +37,10 @@ def parse_time(text):
 
 
 def parse_duration(text):
-    """Seconds in "90", "45m", "12h", "7d" or "2w"."""
-    match = _DURATION.match(str(text))
-    if not match:
-        raise ValueError("not a duration: %r (use 45m, 12h, 7d...)" % (text,))
-    return int(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+    """Seconds in "90", "90s", "45m", "1h30m", "12h", "7d", "2w" or "1d12h" (units largest first or not)."""
+    if not _DURATION.match(str(text)):
+        raise ValueError("not a duration: %r (use 90, 90s, 10m, 1h30m, 7d...)" % (text,))
+    return sum(int(number) * _UNIT_SECONDS[unit or "s"] for number, unit in _DURATION_PART.findall(str(text)))
 
 
 def parse_go_duration(text):

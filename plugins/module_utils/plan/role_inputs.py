@@ -12,7 +12,11 @@ messages name the role's variables. A number is read as Jinja's int filter reads
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import first_empty, number_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_empty,
+    number_error,
+    rotation_id_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
 
 ROTATE_NODES_TIMEOUTS = ("rotate_nodes_warm_timeout", "rotate_nodes_restart_timeout", "rotate_nodes_retire_timeout",
@@ -51,12 +55,12 @@ def count_or_percent_variable_error(variables, name):
 
 def rotate_nodes_errors(variables):
     """The rotate_nodes role's checks, in order; None where one passes."""
-    no_id = not str(variables["rotate_nodes_id"]).strip()
+    no_id = variables["rotate_nodes_id"] is None or not str(variables["rotate_nodes_id"]).strip()
     no_retire_tasks = variables["rotate_nodes_retire"] == "tasks" \
         and not str(variables["rotate_nodes_retire_tasks"]).strip()
     return [
         "rotate_nodes_id is required: a rerun with the same id continues the rotation instead of starting over."
-        if no_id else None,
+        if no_id else rotation_id_error("rotate_nodes_id", variables["rotate_nodes_id"]),
         at_least_error(variables, "rotate_nodes_soak_seconds", 0),
         at_least_error(variables, "rotate_nodes_lease_seconds", 5),
         *(at_least_error(variables, name, 1) for name in ROTATE_NODES_TIMEOUTS),
