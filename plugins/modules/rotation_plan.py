@@ -128,6 +128,15 @@ options:
       - V(0), V(0%) and percents over 100 are refused before any request.
     type: str
     default: "1"
+  canary_size:
+    description:
+      - The first batch's own size, a count (V(1)) or a percent of the nodes to rotate. The first batch is then a
+        canary of the first zone's least disruptive nodes (RV(batches[].canary)), and the rest go in batches of
+        O(batch_size).
+      - Only where the rotation starts; a rerun of a rotation already begun (its nodes marked by its O(rotation_id))
+        goes on without one.
+    type: str
+    version_added: 0.3.0
   most_disruptive:
     description: Within a zone, whether the nodes with the most pods to move go V(first) or V(last).
     type: str
@@ -287,6 +296,11 @@ batches:
       type: list
       elements: str
       sample: [node-1, node-2]
+    canary:
+      description: True on the canary batch (O(canary_size)); absent on the others.
+      type: bool
+      returned: on the canary batch
+      sample: true
     replace:
       description:
         - >-
@@ -492,6 +506,7 @@ def validated(params):
         names_error("with_taints", params["with_taints"] or None, "taint key"),
         names_error("karpenter_nodepools", params["karpenter_nodepools"] or None, "NodePool"),
         count_or_percent_error("batch_size", params["batch_size"]),
+        count_or_percent_error("canary_size", params["canary_size"]) if params["canary_size"] is not None else None,
         labels_error("pool_node_selector", params["pool_node_selector"]),
         names_error("pool_zones", params["pool_zones"], "zone"),
         quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
@@ -517,7 +532,8 @@ def validated(params):
                          max_node_age=params["max_node_age"], annotations=tuple(params["with_annotations"]),
                          taints=tuple(params["with_taints"]), karpenter_drifted=params["karpenter_drifted"],
                          nodepools=tuple(params["karpenter_nodepools"])),
-        rotation_id=params["rotation_id"], batch_size=params["batch_size"], most_disruptive=params["most_disruptive"],
+        rotation_id=params["rotation_id"], batch_size=params["batch_size"], canary_size=params["canary_size"],
+        most_disruptive=params["most_disruptive"],
         options=FilterOptions(force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
                               evict_system_critical=params["evict_system_critical"]),
         pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if,
@@ -544,6 +560,7 @@ def main():
             karpenter_budgets=dict(type="bool", default=False),
             rotation_id=dict(type="str"),
             batch_size=dict(type="str", default="1"),
+            canary_size=dict(type="str"),
             most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
             pool_node_selector=dict(type="dict", default={}),
             pool_zones=dict(type="list", elements="str"),

@@ -120,3 +120,21 @@ def test_an_alert_that_fires_after_batch_one_stops_the_rotation_before_batch_two
     assert evictions_since(cluster, before) == 6, "each pod evicted once, over both runs"
     assert watcher.min_ready["web"] >= 5, "the PDB (maxUnavailable 1) was crossed"
     assert {app: count for app, count in watcher.churned.items() if app} == {}, "a pod moved twice"
+
+
+def test_a_canary_batch_of_its_own_size_goes_first_in_the_plan_of_a_check_run(cluster, test_id, tmp_path):
+    scenario = Scenario(cluster, test_id, {"zone-a": 3}, batch_size="2")
+    scenario.create_nodes()
+    try:
+        scenario.add("Deployment", deployment("web", 3, {}), 3)
+        completed = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(
+            scenario.rotation, rotate_nodes_canary_size="1", rotate_nodes_canary_soak_seconds=30,
+            rotate_nodes_report_file=str(tmp_path / "report.json")), str(tmp_path), check=True)
+        assert completed.returncode == 0, completed.stdout[-3000:]
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert [(len(batch["nodes"]), batch.get("canary", False)) for batch in report["planned_batches"]] == [
+            (1, True), (2, False)]
+        assert "batch 1/2 (zone zone-a, canary)" in completed.stdout
+        assert not any(cluster.core.read_node(name).spec.unschedulable for name in scenario.old_nodes)
+    finally:
+        scenario.cleanup()

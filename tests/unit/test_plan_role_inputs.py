@@ -16,6 +16,7 @@ ROTATE_NODES_DEFAULTS = {
     "rotate_nodes_evict_timeout": 600, "rotate_nodes_max_in_flight": None,
     "rotate_nodes_max_unavailable_per_owner": None, "rotate_nodes_retire": "delete", "rotate_nodes_retire_tasks": "",
     "rotate_nodes_gate_timeout": 300, "rotate_nodes_gate_interval": 10, "rotate_nodes_gates": {},
+    "rotate_nodes_canary_size": "", "rotate_nodes_canary_soak_seconds": 0,
 }
 DRAIN_NODE_DEFAULTS = {
     "drain_node_nodes": ["node-1"], "drain_node_node_selector": "", "drain_node_timeout": 300,
@@ -154,3 +155,10 @@ def test_rotate_nodes_refuses_an_id_that_cannot_name_the_warm_deployment(rotatio
 def test_the_refusal_of_an_id_suggests_one_that_would_do():
     assert rotate_nodes(rotate_nodes_id="My_Rotation")[0].endswith("; for example my-rotation.")
     assert rotate_nodes(rotate_nodes_id="general-2026-12") == []
+
+
+def test_rotate_nodes_refuses_a_canary_that_is_no_count_nor_percent():
+    assert rotate_nodes(rotate_nodes_canary_size="0", rotate_nodes_canary_soak_seconds=-1) == [
+        "rotate_nodes_canary_size must be a count like 1 or a percent like 25%, got 0.",
+        "rotate_nodes_canary_soak_seconds must be 0 or more, got -1."]
+    assert rotate_nodes(rotate_nodes_canary_size="1") == []

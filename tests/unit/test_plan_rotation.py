@@ -583,3 +583,15 @@ def test_the_plan_warns_of_the_rules_it_does_not_model_naming_the_pods_that_ask_
     assert warning.startswith("the plan does not model dynamic resource claims, which ns/web-0, "
                               "ns/web-1, ns/web-2, ns/web-3, ns/web-4 and 2 more ask(s) for")
     assert "warning: " + warning in plan["summary"]
+
+
+def test_a_canary_batch_of_its_own_size_goes_first_and_a_rerun_of_a_rotation_begun_has_none():
+    nodes = [node("old-a%d" % index, zone="a") for index in range(3)] + [node("old-b0", zone="b")]
+    settings = settings_for(nodes, batch_size="2", canary_size="1")
+    plan = plan_rotation(nodes, [], [], OWNERS, {}, settings, NOW)
+    assert [(batch["nodes"], batch.get("canary", False)) for batch in plan["batches"]] == [
+        (["old-a0"], True), (["old-a1", "old-a2"], False), (["old-b0"], False)]
+    assert plan["summary"][1].startswith("batch 1/3 (zone a, canary): old-a0;")
+    nodes[3]["metadata"]["annotations"] = {ROTATION_ID: "r1", ROTATION_PHASE: "planned"}
+    again = plan_rotation(nodes, [], [], OWNERS, {}, settings, NOW)
+    assert [batch["nodes"] for batch in again["batches"]] == [["old-a0", "old-a1"], ["old-a2"], ["old-b0"]]

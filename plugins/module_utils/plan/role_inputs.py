@@ -68,6 +68,8 @@ def rotate_nodes_errors(variables):
         count_or_percent_variable_error(variables, "rotate_nodes_max_unavailable_per_owner"),
         "rotate_nodes_retire_tasks is empty: rotate_nodes_retire=tasks needs the task file to run per node."
         if no_retire_tasks else None,
+        count_or_percent_variable_error(variables, "rotate_nodes_canary_size"),
+        at_least_error(variables, "rotate_nodes_canary_soak_seconds", 0),
         at_least_error(variables, "rotate_nodes_gate_timeout", 0),
         at_least_error(variables, "rotate_nodes_gate_interval", 1),
         gates_error(variables["rotate_nodes_gates"]),

@@ -103,6 +103,8 @@ class RotationSettings:
     rules: DriftRules = field(default_factory=DriftRules)
     rotation_id: str | None = None
     batch_size: str = "1"
+    # The first batch's own size (count or percent), when the rotation starts with a canary batch; None: none.
+    canary_size: str | None = None
     most_disruptive: str = "last"
     options: FilterOptions = field(default_factory=FilterOptions)
     pool_labels: dict = field(default_factory=dict)
@@ -177,13 +179,16 @@ def choose_nodes(candidates, rules, rotation_id, now, named=(), claims=None):
     return chosen, left_out
 
 
-def make_batches(chosen, size, pods_per_node, most_disruptive="last"):
+def make_batches(chosen, size, pods_per_node, most_disruptive="last", canary=None):
     """Batches of node names: one zone at a time, at most ``size`` nodes each.
 
     Within a zone, nodes with fewer movable pods go first (``most_disruptive="last"``)
-    or last (``"first"``); zones follow in name order.
+    or last (``"first"``); zones follow in name order. With ``canary`` (a count or a
+    percent), the first batch is a canary of that many of the first zone's nodes, marked
+    ``canary``.
     """
     per_batch = batch_count(size, len(chosen))
+    first = batch_count(canary, len(chosen)) if canary else 0
     zones = {}
     for node, _reasons in chosen:
         zones.setdefault(zone_of(node) or "", []).append(node_name(node))
@@ -191,6 +196,9 @@ def make_batches(chosen, size, pods_per_node, most_disruptive="last"):
     for zone in sorted(zones):
         names = sorted(zones[zone], key=lambda name: (pods_per_node.get(name, 0), name),
                        reverse=(most_disruptive == "first"))
+        if first:
+            batches.append({"zone": zone or None, "nodes": names[:first], "canary": True})
+            names, first = names[first:], 0
         for start in range(0, len(names), per_batch):
             batches.append({"zone": zone or None, "nodes": names[start:start + per_batch]})
     return batches
@@ -347,7 +355,10 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     for pod, _workload, method, _reason in moves.values():
         if method != "stays":
             pods_per_node[node_of(pod)] = pods_per_node.get(node_of(pod), 0) + 1
-    batches = make_batches(chosen, batch_size, pods_per_node, settings.most_disruptive or "last")
+    # A canary only where the rotation starts: a rerun of one begun (its nodes marked by it) goes on without.
+    begun = settings.rotation_id and any(recorded_phase(node, settings.rotation_id) for node in candidates)
+    batches = make_batches(chosen, batch_size, pods_per_node, settings.most_disruptive or "last",
+                           None if begun else settings.canary_size)
     targets = [node for node in nodes if node_name(node) not in rotating and is_schedulable(node)]
     residents = [pod for pod in pods if node_of(pod) not in rotating and not is_terminal(pod)]
     pool_labels = settings.pool_labels or {}
@@ -564,9 +575,10 @@ def summarize_plan(plan):
         "; %d left out" % len(plan["left_out"]) if plan["left_out"] else "")]
     for batch in plan["batches"]:
         warm_zones = ", ".join("%s %d" % item for item in sorted(batch["warm_new"].items()) if item[0] != "-")
-        lines.append("batch %d/%d (zone %s): %s; replace first %d pod(s) of %d workload(s), evict %d pod(s), "
+        lines.append("batch %d/%d (zone %s%s): %s; replace first %d pod(s) of %d workload(s), evict %d pod(s), "
                      "%d warm node(s)%s%s%s" % (
-                         batch["index"], len(plan["batches"]), batch["zone"] or "-", ", ".join(batch["nodes"]),
+                         batch["index"], len(plan["batches"]), batch["zone"] or "-",
+                         ", canary" if batch.get("canary") else "", ", ".join(batch["nodes"]),
                          sum(len(entry["pods"]) for entry in batch["replace"]), len(batch["replace"]),
                          len(batch["evict"]), batch["warm_nodes"], " (%s)" % warm_zones if warm_zones else "",
                          "; DOES NOT FIT: %s" % "; ".join("%s (%s)" % (u["pod"], u["reason"])
