@@ -16,7 +16,7 @@ ROTATE_NODES_DEFAULTS = {
     "rotate_nodes_evict_timeout": 600, "rotate_nodes_max_in_flight": None,
     "rotate_nodes_max_unavailable_per_owner": None, "rotate_nodes_retire": "delete", "rotate_nodes_retire_tasks": "",
     "rotate_nodes_gate_timeout": 300, "rotate_nodes_gate_interval": 10, "rotate_nodes_gates": {},
-    "rotate_nodes_canary_size": "", "rotate_nodes_canary_soak_seconds": 0,
+    "rotate_nodes_canary_size": "", "rotate_nodes_canary_soak_seconds": 0, "rotate_nodes_windows": [],
 }
 DRAIN_NODE_DEFAULTS = {
     "drain_node_nodes": ["node-1"], "drain_node_node_selector": "", "drain_node_timeout": 300,
@@ -162,3 +162,8 @@ def test_rotate_nodes_refuses_a_canary_that_is_no_count_nor_percent():
         "rotate_nodes_canary_size must be a count like 1 or a percent like 25%, got 0.",
         "rotate_nodes_canary_soak_seconds must be 0 or more, got -1."]
     assert rotate_nodes(rotate_nodes_canary_size="1") == []
+
+
+def test_rotate_nodes_refuses_a_maintenance_window_that_makes_no_sense():
+    assert rotate_nodes(rotate_nodes_windows=[{"schedule": "0 22 * *", "duration": "6h"}]) == [
+        "rotate_nodes_windows: 0 22 * * for 6h UTC: not a cron schedule: 0 22 * * (five fields, as \"0 22 * * *\")."]

@@ -18,6 +18,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     rotation_id_error,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.windows import windows_error
 
 ROTATE_NODES_TIMEOUTS = ("rotate_nodes_warm_timeout", "rotate_nodes_restart_timeout", "rotate_nodes_retire_timeout",
                          "rotate_nodes_evict_timeout")
@@ -73,7 +74,12 @@ def rotate_nodes_errors(variables):
         at_least_error(variables, "rotate_nodes_gate_timeout", 0),
         at_least_error(variables, "rotate_nodes_gate_interval", 1),
         gates_error(variables["rotate_nodes_gates"]),
+        _named("rotate_nodes_windows", windows_error(variables["rotate_nodes_windows"])),
     ]
+
+
+def _named(name, error):
+    return "%s: %s." % (name, error) if error else None
 
 
 def gates_error(gates):
