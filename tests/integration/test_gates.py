@@ -1,10 +1,13 @@
-"""Gates between batches, on the real control plane and a real Prometheus (Debian's, ``make prometheus``) scraping an
-exporter the test sets: an alert that fires after batch 1 stops the rotation before batch 2 with nothing of it
+"""Between batches, on the real control plane: gates on a real Prometheus (Debian's, ``make prometheus``) scraping an
+exporter the test sets - an alert that fires after batch 1 stops the rotation before batch 2 with nothing of it
 touched, and the rerun once it resolves finishes with every pod moved once; gates that do not hold before the first
-batch (an alert, a Deployment not whole, a service that does not answer) refuse the rotation with nothing changed."""
+batch (an alert, a Deployment not whole, a service that does not answer) refuse the rotation with nothing changed. A
+canary batch of its own size goes first; a maintenance window that closes after batch 1 stops the rotation before
+batch 2, and a rerun in a window goes on."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -138,3 +141,24 @@ def test_a_canary_batch_of_its_own_size_goes_first_in_the_plan_of_a_check_run(cl
         assert not any(cluster.core.read_node(name).spec.unschedulable for name in scenario.old_nodes)
     finally:
         scenario.cleanup()
+
+
+def test_a_window_that_closes_after_batch_one_stops_the_rotation_before_batch_two_and_a_rerun_goes_on(
+        cluster, two_batches, tmp_path):
+    scenario = two_batches
+    now = datetime.datetime.now(datetime.timezone.utc)
+    # Open from this minute to two minutes on: batch 1 starts inside it; its soak outlasts it.
+    closes = (now + datetime.timedelta(minutes=2)).replace(second=0, microsecond=0)
+    window = {"days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], "start": now.strftime("%H:%M"),
+              "end": closes.strftime("%H:%M")}
+    soak = int((closes - now).total_seconds()) + 5
+    first = scenario.rotate(str(tmp_path), {"rotate_nodes_windows": [window], "rotate_nodes_soak_seconds": soak})
+    assert first.returncode != 0, first.stdout[-3000:]
+    assert "Stopped before batch 2: outside the maintenance windows" in first.stdout, first.stdout[-3000:]
+    assert "the next opens at %s" % (now + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:00Z") in first.stdout
+    (second,) = scenario.remaining_old_nodes()
+    assert not cluster.core.read_node(second).spec.unschedulable, "batch 2 did not start"
+    always = {"days": window["days"], "start": "00:00", "end": "24:00"}
+    again = scenario.rotate(str(tmp_path), {"rotate_nodes_windows": [always]})
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert scenario.remaining_old_nodes() == []
