@@ -138,6 +138,14 @@ def test_host_alone_needs_no_kubeconfig(monkeypatch, tmp_path):
     assert authorization(configuration) == "Bearer t"
 
 
+def test_no_configuration_at_all_says_what_was_tried_and_what_to_set(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ConnectionFailed, match=r"^No Kubernetes configuration found: no kubeconfig option .* no file "
+                                               r"%s .* not in a pod of a cluster\. Set kubeconfig" % (tmp_path / "absent")):
+        build_configuration(params())
+
+
 def test_missing_certificate_file_is_named(tmp_path):
     with pytest.raises(ConnectionFailed, match="ca_cert .*ca.crt does not exist"):
         build_configuration(params(host="https://10.0.0.1:6443", ca_cert=str(tmp_path / "ca.crt")))

@@ -326,6 +326,11 @@ def build_configuration(params):
             if os.path.exists(path):
                 k8s_config.load_kube_config(
                     config_file=path, context=context, client_configuration=configuration, persist_config=False)
+            elif not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise ConnectionFailed(
+                    "No Kubernetes configuration found: no kubeconfig option (nor K8S_AUTH_KUBECONFIG), no file %s "
+                    "($KUBECONFIG or ~/.kube/config), and not in a pod of a cluster. Set kubeconfig (kubeops_kubeconfig "
+                    "in the collection's playbooks), K8S_AUTH_KUBECONFIG or KUBECONFIG, or host and api_key." % path)
             else:
                 k8s_config.load_incluster_config(client_configuration=configuration)
     except ConfigException as exc:
