@@ -450,6 +450,32 @@ api_retries:
   type: dict
   sample: {"requests": 3, "lost_answers": 1}
   version_added: 0.3.0
+way_back:
+  description:
+    - What a rollback of O(rotation_id) works on (the role's C(rotate_nodes_rollback)); null without O(rotation_id).
+  returned: always
+  type: dict
+  version_added: 0.3.0
+  contains:
+    started_at:
+      description: When the rotation marked its first node planned, or null when it never did.
+      type: str
+      sample: "2026-12-07T06:00:00Z"
+    nodes:
+      description: The nodes the rotation marked, whatever their phase, and those it keeps.
+      type: list
+      elements: str
+      sample: [old-1, old-2]
+    kept:
+      description: The drained nodes it keeps for its way back.
+      type: list
+      elements: str
+      sample: [old-1]
+    new:
+      description: The nodes that came since it began (of the pool O(pool_node_selector) names, when given).
+      type: list
+      elements: str
+      sample: [new-7f2k]
 """
 
 import re

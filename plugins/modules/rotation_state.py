@@ -69,10 +69,21 @@ options:
     type: str
     required: true
   phase:
-    description: The phase the nodes reached.
+    description:
+      - The phase the nodes reached.
+      - V(rolled-back) ends the rotation on its nodes after a rollback - the rotating taint and label, and a keep
+        (O(keep)), come off; the rotation's cordon is the M(kubeops.rotation.cordon) module's to undo.
     type: str
     required: true
-    choices: [planned, cordoned, drained, retired]
+    choices: [planned, cordoned, drained, retired, rolled-back]
+  keep:
+    description:
+      - V(true) marks the nodes kept for the rotation's way back (C(kubeops.io/kept-by)) and protects them from
+        Karpenter's consolidation (C(karpenter.sh/do-not-disrupt)) and cluster-autoscaler's scale-down
+        (C(cluster-autoscaler.kubernetes.io/scale-down-disabled)); V(false) takes a keep of this rotation off again,
+        as before the nodes are retired. Unset leaves it as it is.
+    type: bool
+    version_added: 0.3.0
   delete:
     description: Retire the nodes too, deleting their Karpenter NodeClaims or Cluster API Machines.
     type: bool
@@ -195,7 +206,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     number_error,
     text_error,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES, ROLLED_BACK
 
 
 def validated(params):
@@ -204,6 +215,8 @@ def validated(params):
                         text_error("rotation_id", params["rotation_id"], optional=False))
     if error:
         raise InvalidInput(error)
+    if params["phase"] == ROLLED_BACK and (params["delete"] or params["keep"] is not None):
+        raise InvalidInput("phase rolled-back takes neither delete nor keep: it gives the nodes back as they were.")
     return params
 
 
@@ -212,7 +225,8 @@ def main():
         LEASE_ARGUMENT_SPEC,
         nodes=dict(type="list", elements="str", required=True),
         rotation_id=dict(type="str", required=True),
-        phase=dict(type="str", required=True, choices=list(PHASES)),
+        phase=dict(type="str", required=True, choices=list(PHASES) + [ROLLED_BACK]),
+        keep=dict(type="bool"),
         delete=dict(type="bool", default=False),
         delete_node_without_owner=dict(type="bool", default=False),
         timeout=dict(type="int", default=600),
@@ -222,7 +236,7 @@ def main():
     def record(client, _settings):
         results, diff = record_phase(client, params["nodes"], params["rotation_id"], params["phase"],
                                      params["delete"], module.check_mode, params["timeout"],
-                                     params["delete_node_without_owner"])
+                                     params["delete_node_without_owner"], keep=params["keep"])
         return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff,
                     warnings=["%s: %s" % (entry["name"], entry["retire"]) for entry in results
                               if entry["action"] == "left"])

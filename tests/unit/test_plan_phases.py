@@ -4,6 +4,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
     phase_annotations,
     phase_patch,
+    rolled_back_patch,
+    rotation_started,
     recorded_phase,
 )
 from builders import node
@@ -69,7 +71,8 @@ def test_planned_adds_the_rotating_taint_and_label_besides_the_annotations_keepi
     spot = {"key": "spot", "effect": "NoSchedule"}
     assert phase_patch(node(taints=[spot]), "r1", "planned", NOW) == [
         GUARD, {"op": "add", "path": "/metadata/annotations",
-                "value": {ROTATION_ID: "r1", ROTATION_PHASE: "planned", PHASE_AT: NOW}},
+                "value": {ROTATION_ID: "r1", ROTATION_PHASE: "planned", PHASE_AT: NOW,
+                          "kubeops.io/rotation-planned-at": NOW}},
         {"op": "add", "path": "/spec/taints", "value": [spot, ROTATING]}, LABEL]
 
 
@@ -88,3 +91,27 @@ def test_only_planned_adds_the_rotating_taint():
 
     assert taint_operations("planned") == [{"op": "add", "path": "/spec/taints", "value": [ROTATING]}]
     assert taint_operations("cordoned") == taint_operations("drained") == taint_operations("retired") == []
+
+
+
+def test_a_kept_node_is_marked_and_protected_and_a_rollback_takes_every_mark_of_the_rotation_off():
+    kept = at("cordoned")
+    patch = phase_patch(kept, "r1", "drained", NOW, keep=True)
+    values = {operation["path"]: operation["value"] for operation in patch if operation["op"] == "add"}
+    assert values["/metadata/annotations/kubeops.io~1kept-by"] == "r1"
+    assert values["/metadata/annotations/karpenter.sh~1do-not-disrupt"] == "true"
+    assert values["/metadata/annotations/cluster-autoscaler.kubernetes.io~1scale-down-disabled"] == "true"
+    marked = at("drained", taints=[ROTATING])
+    marked["metadata"]["annotations"].update({"kubeops.io/kept-by": "r1", "karpenter.sh/do-not-disrupt": "true",
+                                              "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"})
+    marked["metadata"]["labels"]["kubeops.io/rotating"] = "true"
+    released = phase_patch(marked, "r1", "retired", NOW, keep=False)
+    assert {operation["path"] for operation in released if operation["op"] == "remove"} == {
+        "/metadata/annotations/kubeops.io~1kept-by", "/metadata/annotations/karpenter.sh~1do-not-disrupt",
+        "/metadata/annotations/cluster-autoscaler.kubernetes.io~1scale-down-disabled"}
+    back = rolled_back_patch(marked, "r1", NOW)
+    assert {"op": "add", "path": "/spec/taints", "value": []} in back
+    assert {"op": "remove", "path": "/metadata/labels/kubeops.io~1rotating"} in back
+    assert {"op": "add", "path": "/metadata/annotations/kubeops.io~1rotation-phase", "value": "rolled-back"} in back
+    assert rolled_back_patch(node(), "r1", NOW) == [], "a node the rotation never marked"
+    assert rotation_started([at("planned"), node()], "r1") is None

@@ -19,7 +19,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import phase_patch, recorded_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
+    ROLLED_BACK,
+    phase_patch,
+    recorded_phase,
+    rolled_back_patch,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import (
     LEFT,
     MACHINE,
@@ -36,13 +41,14 @@ DELETERS = {
 
 
 def record_phase(client, names, rotation_id, phase, delete=False, check_mode=False, timeout=600,
-                 delete_node_without_owner=False, clock=time.monotonic, sleep=time.sleep):
+                 delete_node_without_owner=False, clock=time.monotonic, sleep=time.sleep, keep=None):
     """Record the phase on each node (guarded by its resourceVersion) and, when ``delete``, retire the nodes, a
     few at once, each recorded before it is retired; returns per-node results and the diff (each node's phase,
     before and after). A node that is gone is reported, not an error. A node with a NodeClaim or a Machine is
     retired by deleting it, then waiting up to ``timeout`` seconds until its Node is gone (TimedOut carries the
     results); a node with neither only with ``delete_node_without_owner``, by deleting its Node object. A node
-    left is recorded as drained, not retired."""
+    left is recorded as drained, not retired. ``keep`` marks the nodes kept for the way back (or, false, takes that
+    off: plan.phases.phase_patch); the phase ROLLED_BACK ends the rotation on them (plan.phases.rolled_back_patch)."""
     nodes, missing = client.read_nodes(names)
     claims = claims_by_node(node_claims(client)) if delete and nodes else {}
     owned_by_machines = machines_by_node(machines(client)) if delete and nodes else {}
@@ -55,7 +61,8 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
         recorded = "drained" if how and how.by == LEFT and phase == "retired" else phase
 
         def plan(current):
-            patch = phase_patch(current, rotation_id, recorded, now)
+            patch = rolled_back_patch(current, rotation_id, now) if recorded == ROLLED_BACK else \
+                phase_patch(current, rotation_id, recorded, now, keep)
             return patch, patch
 
         patch = client.update_node(node, plan, apply=not check_mode)

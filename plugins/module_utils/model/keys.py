@@ -36,6 +36,12 @@ CORDON_TAINT = {"key": "kubeops.io/cordoned", "value": "true", "effect": "NoSche
 ROTATION_ID = "kubeops.io/rotation-id"
 ROTATION_PHASE = "kubeops.io/rotation-phase"
 PHASE_AT = "kubeops.io/rotation-phase-at"
+# When the rotation marked the node planned, kept through its later phases: what a rollback calls its start.
+PLANNED_AT = "kubeops.io/rotation-planned-at"
+# On a drained node a rotation keeps for its way back (rotate_nodes_keep_old_nodes): the rotation that keeps it, and
+# what keeps Karpenter's consolidation and cluster-autoscaler's scale-down from removing it meanwhile.
+KEPT_BY = "kubeops.io/kept-by"
+KEEP_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true", "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
 RESTART_ID = "kubeops.io/restart-id"
 # On a Deployment whose restart is paced by its PDBs, while it lasts: the rolling update to put back.
 RESTART_STRATEGY = "kubeops.io/restart-strategy"

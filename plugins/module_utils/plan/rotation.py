@@ -51,7 +51,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.budgets impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import nodes_needed
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import batch_count
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import FINISHED_PHASES, recorded_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
+    FINISHED_PHASES,
+    recorded_phase,
+    way_back,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
     Room,
     bound_volume,
@@ -496,6 +500,7 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
             pod for pod, _w, method, _r in moves.values() if method in ("evict", "replace")),
         "budgets": budget_notes,
         "pool_zones": None if pool_zones is None else sorted(pool_zones),
+        "way_back": way_back(nodes, settings.rotation_id, pool_labels) if settings.rotation_id else None,
     }
     plan["summary"] = summarize_plan(plan)
     return plan
