@@ -75,6 +75,7 @@ def rotate_nodes_errors(variables):
         at_least_error(variables, "rotate_nodes_gate_interval", 1),
         gates_error(variables["rotate_nodes_gates"]),
         _named("rotate_nodes_windows", windows_error(variables["rotate_nodes_windows"])),
+        at_least_error(variables, "rotate_nodes_window_poll_seconds", 1),
     ]
 
 
