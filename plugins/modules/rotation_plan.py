@@ -60,7 +60,8 @@ options:
     description:
       - Nodes to rotate, by name. Every one must exist.
       - An empty name is refused, and so is an empty list without O(node_selector) or O(karpenter_drifted)
-        (unless only RV(zone_counts) of O(zone_counts_of) is wanted), before any request.
+        (unless only RV(zone_counts) of O(zone_counts_of), or RV(way_back) of O(rotation_id), is wanted), before
+        any request.
     type: list
     elements: str
   node_selector:
@@ -518,7 +519,7 @@ def kubelet_version_error(text):
 def validated(params):
     """The RotationRequest of the parameters, or InvalidInput before anything is read."""
     if not params["nodes"] and params["node_selector"] is None and not params["karpenter_drifted"] \
-            and not (params["nodes"] == [] and params["zone_counts_of"]):
+            and not (params["nodes"] == [] and (params["zone_counts_of"] or params["rotation_id"])):
         raise InvalidInput("one of nodes, node_selector or karpenter_drifted is needed: there is no node to plan for.")
     error = first_error(
         names_error("nodes", params["nodes"] or None, "node"),

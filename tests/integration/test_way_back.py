@@ -50,23 +50,23 @@ def test_a_rotation_kept_and_rolled_back_after_its_second_batch_puts_every_pod_b
     stop = tmp_path / "stop-after-batch-2.yml"
     stop.write_text(STOP_AFTER_BATCH_2)
     keep = {"rotate_nodes_keep_old_nodes": True, "rotate_nodes_gate_tasks": str(stop)}
-    with DisruptionWatcher(cluster, scenario.namespace) as watcher:
+    with DisruptionWatcher(cluster, scenario.namespace) as rotating:
         first = scenario.rotate(str(tmp_path), keep)
-        assert first.returncode != 0, first.stdout[-3000:]
-        assert "the test stops the rotation here" in first.stdout, first.stdout[-3000:]
-        old = sorted(scenario.old_nodes)
-        assert scenario.remaining_old_nodes() == old, "kept, not retired"
-        kept = [name for name in old
-                if (cluster.core.read_node(name).metadata.annotations or {}).get("kubeops.io/kept-by")]
-        assert len(kept) == 2 and all(cluster.core.read_node(name).spec.unschedulable for name in kept)
-        assert (cluster.core.read_node(kept[0]).metadata.annotations or {}).get("karpenter.sh/do-not-disrupt") == \
-            "true"
-        moved = {uid: node for uid, node in pods_by_node(cluster, scenario.namespace).items() if node not in old}
-        assert moved, "batches 1 and 2 moved pods off their nodes"
+    assert first.returncode != 0, first.stdout[-3000:]
+    assert {app: count for app, count in rotating.churned.items() if app} == {}, "a pod moved twice"
+    assert "the test stops the rotation here" in first.stdout, first.stdout[-3000:]
+    old = sorted(scenario.old_nodes)
+    assert scenario.remaining_old_nodes() == old, "kept, not retired"
+    kept = [name for name in old if (cluster.core.read_node(name).metadata.annotations or {}).get("kubeops.io/kept-by")]
+    assert len(kept) == 2 and all(cluster.core.read_node(name).spec.unschedulable for name in kept)
+    assert (cluster.core.read_node(kept[0]).metadata.annotations or {}).get("karpenter.sh/do-not-disrupt") == "true"
+    moved = {uid: node for uid, node in pods_by_node(cluster, scenario.namespace).items() if node not in old}
+    assert moved, "batches 1 and 2 moved pods off their nodes"
 
-        before = eviction_requests(cluster)
+    before = eviction_requests(cluster)
+    with DisruptionWatcher(cluster, scenario.namespace) as watcher:
         back = scenario.rotate(str(tmp_path), {"rotate_nodes_rollback": True})
-        assert back.returncode == 0, back.stdout[-4000:]
+    assert back.returncode == 0, back.stdout[-4000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["outcome"] == "rolled back" and sorted(report["way_back"]["kept"]) == kept
     now = pods_by_node(cluster, scenario.namespace)
@@ -74,8 +74,9 @@ def test_a_rotation_kept_and_rolled_back_after_its_second_batch_puts_every_pod_b
     assert not set(moved) & set(now), "each pod on a new node moved back"
     # Each pod on a new node went once: evicted, or replaced first (solo, a single replica under minAvailable 1).
     assert len(moved) - 1 <= evictions_since(cluster, before) <= len(moved)
-    assert watcher.min_ready["web"] >= 5 and watcher.min_ready["solo"] >= 1, "a PDB was crossed"
-    assert {app: count for app, count in watcher.churned.items() if app} == {}, "a pod moved twice"
+    for watched in (rotating, watcher):
+        assert watched.min_ready["web"] >= 5 and watched.min_ready["solo"] >= 1, "a PDB was crossed"
+    assert {app: count for app, count in watcher.churned.items() if app} == {}, "a pod moved back twice"
     for name in old:
         node = cluster.core.read_node(name)
         assert not node.spec.unschedulable, name

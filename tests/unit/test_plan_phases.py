@@ -4,9 +4,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
     phase_annotations,
     phase_patch,
+    recorded_phase,
     rolled_back_patch,
     rotation_started,
-    recorded_phase,
 )
 from builders import node
 
@@ -91,7 +91,6 @@ def test_only_planned_adds_the_rotating_taint():
 
     assert taint_operations("planned") == [{"op": "add", "path": "/spec/taints", "value": [ROTATING]}]
     assert taint_operations("cordoned") == taint_operations("drained") == taint_operations("retired") == []
-
 
 
 def test_a_kept_node_is_marked_and_protected_and_a_rollback_takes_every_mark_of_the_rotation_off():
