@@ -15,8 +15,8 @@ import signal
 import pytest
 from ansible_run import run_collection_playbook
 from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
-from test_rotation_moves_once import Scenario
+from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, running_pods
+from test_rotation_moves_once import Scenario, web_scenario
 
 from prometheus import Prometheus, free_port
 
@@ -62,12 +62,7 @@ def test_gates_that_do_not_hold_before_the_first_batch_refuse_the_rotation_with_
 
 @pytest.fixture
 def two_batches(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
-    scenario = Scenario(cluster, test_id, {"zone-a": 2}, batch_size="1")
-    scenario.create_nodes()
-    scenario.add("Deployment", deployment("web", 6, {}), 6)
-    scenario.add("PodDisruptionBudget", pdb("web", {"app": "web"}, max_unavailable=1), 0)
+    scenario = web_scenario(cluster, test_id, {"zone-a": 2})
     yield scenario
     scenario.cleanup()
 

@@ -162,6 +162,21 @@ class RestartWatcher:
         return {key: len(self.seen.get(key, set()) - {stamp}) for key, (_generation, stamp) in self.first.items()}
 
 
+def web_scenario(cluster, test_id, nodes_per_zone, solo=False):
+    """Old nodes rotated one a batch, web (6 pods under maxUnavailable 1) on them, and with ``solo`` a single replica
+    under minAvailable 1; skipped where the cluster runs no test provisioner to warm nodes."""
+    if not cluster.has_provisioner:
+        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    scenario = Scenario(cluster, test_id, nodes_per_zone, batch_size="1")
+    scenario.create_nodes()
+    scenario.add("Deployment", deployment("web", 6, {}), 6)
+    scenario.add("PodDisruptionBudget", pdb("web", {"app": "web"}, max_unavailable=1), 0)
+    if solo:
+        scenario.add("Deployment", deployment("solo", 1, {}), 1)
+        scenario.add("PodDisruptionBudget", pdb("solo", {"app": "solo"}, min_available=1), 0)
+    return scenario
+
+
 def protected_scenario(cluster, test_id):
     """6 old nodes (4 in zone-a, 2 in zone-b) in 3 batches, with every kind of workload the rotation protects."""
     scenario = Scenario(cluster, test_id, {"zone-a": 4, "zone-b": 2})

@@ -9,10 +9,9 @@ import json
 
 import pytest
 from conftest import wait_until
-from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb
-from test_rotation_moves_once import Scenario
+from kube import DisruptionWatcher, eviction_requests, evictions_since
+from test_rotation_moves_once import web_scenario
 
-ZONE = "topology.kubernetes.io/zone"
 STOP_AFTER_BATCH_2 = """---
 - name: Stop the rotation after batch 2, as a gate of yours would
   ansible.builtin.fail:
@@ -28,14 +27,7 @@ NOTE_THE_STAGE = """---
 
 @pytest.fixture
 def three_batches(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
-    scenario = Scenario(cluster, test_id, {"zone-a": 3}, batch_size="1")
-    scenario.create_nodes()
-    scenario.add("Deployment", deployment("web", 6, {}), 6)
-    scenario.add("PodDisruptionBudget", pdb("web", {"app": "web"}, max_unavailable=1), 0)
-    scenario.add("Deployment", deployment("solo", 1, {}), 1)
-    scenario.add("PodDisruptionBudget", pdb("solo", {"app": "solo"}, min_available=1), 0)
+    scenario = web_scenario(cluster, test_id, {"zone-a": 3}, solo=True)
     yield scenario
     scenario.cleanup()
 
