@@ -175,13 +175,14 @@ def lease_settings(options):
                          namespace=options["namespace"], duration=options["duration"])
 
 
-def run_module(module, action, settings=lambda params: None):
+def run_module(module, action, settings=lambda params: None, lease_at_once=False):
     """Build the typed settings from the parameters, then the client, run ``action(client, settings)``
     and exit with its result (plus ``api_requests``).
 
     ``settings`` may raise InvalidInput before anything is read. With a
-    ``lease`` option, the cluster's Lease is held (taken, renewed while the
-    action runs) unless in check mode. Every error
+    ``lease`` option, the cluster's Lease is held (taken before the first
+    write, or with ``lease_at_once`` as the action starts, and renewed while
+    it runs) unless in check mode. Every error
     of the collection (model.errors), a connection problem, or a refused API
     request ends the module here with one clear line and whatever result the
     error carries. A ``diff`` in the result is kept only under ``--diff``.
@@ -193,7 +194,7 @@ def run_module(module, action, settings=lambda params: None):
         lease = lease_settings(module.params["lease"]) if module.params.get("lease") else None
         client = new_client(module.params)
         if lease and not module.check_mode:
-            with LeaseKeeper(client, lease).kept():
+            with LeaseKeeper(client, lease).kept(at_once=lease_at_once):
                 result = action(client, typed)
         else:
             result = action(client, typed)

@@ -19,9 +19,11 @@ description:
   - An HTTP gate holds when its URL answers 2xx (or one of the statuses given).
   - The rotation role C(kubeops.rotation.rotate_nodes) runs it before its first batch and after each batch
     (C(rotate_nodes_gates)).
-  - Never changes anything.
+  - Never changes anything. With O(lease), the run's Lease is renewed while the gates are checked again, and the
+    line of what they wait for is on it.
 extends_documentation_fragment:
   - kubeops.rotation.connection
+  - kubeops.rotation.lease
 seealso:
   - module: kubeops.rotation.rotation_plan
     description: The plan of a rotation that the gates hold back between its batches.
@@ -250,7 +252,11 @@ api_retries:
   sample: {"requests": 0, "lost_answers": 0}
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
+    LEASE_ARGUMENT_SPEC,
+    kubernetes_module,
+    run_module,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.gates import Gates, wait_for_gates
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import selector_error
@@ -268,6 +274,7 @@ SERVER_OPTIONS = dict(
 )
 
 ARGUMENT_SPEC = dict(
+    LEASE_ARGUMENT_SPEC,
     prometheus=dict(type="dict", options=SERVER_OPTIONS),
     # An Alertmanager answers no queries.
     alertmanager=dict(type="dict", options={name: spec for name, spec in SERVER_OPTIONS.items() if name != "queries"}),
@@ -305,7 +312,8 @@ def validated(params):
 
 def main():
     module = kubernetes_module(ARGUMENT_SPEC)
-    run_module(module, wait_for_gates, validated)
+    # The run waits on the gates: its Lease is renewed from the start, though the module writes nothing.
+    run_module(module, wait_for_gates, validated, lease_at_once=True)
 
 
 if __name__ == "__main__":

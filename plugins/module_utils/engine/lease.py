@@ -163,9 +163,10 @@ class LeaseKeeper:
         return True
 
     @contextlib.contextmanager
-    def kept(self, clock=time.monotonic):
+    def kept(self, clock=time.monotonic, at_once=False):
         """While the block runs, hold the Lease: take it just before the block's first write (a task that fails
-        on a read, or changes nothing, leaves the Lease alone), then renew it every third of its duration, and
+        on a read, or changes nothing, leaves the Lease alone; ``at_once``: as the block starts, for a task that
+        only reads while the run waits on it), then renew it every third of its duration, and
         when the progress line changed at most every PROGRESS_EVERY_SECONDS, so that the Lease shows it. The
         renewals go on connections of their own, each request bounded, so that a request hung elsewhere never
         holds them up; a failed one is tried again every few seconds. Past the renew deadline since the last
@@ -201,7 +202,10 @@ class LeaseKeeper:
             renewer.start()
 
         api_client = self.client.api_client
-        api_client.before_first_write = before_first_write
+        if at_once:
+            before_first_write()
+        else:
+            api_client.before_first_write = before_first_write
         api_client.before_request = held.check
         stop_listening = self.progress.listen(lambda _line: changed.set())
         try:
