@@ -84,7 +84,9 @@ def test_an_alert_that_fires_after_batch_one_stops_the_rotation_before_batch_two
             scenario.rotation, rotate_nodes_report_file=str(tmp_path / "report.json"), **gates), str(tmp_path),
             background=True, output=str(log))
         try:
-            wait_until(lambda: len(scenario.remaining_old_nodes()) == 1, 240, "batch 1 to retire its node")
+            wait_until(lambda: run.poll() is not None or len(scenario.remaining_old_nodes()) == 1, 240,
+                       "batch 1 to retire its node")
+            assert run.poll() is None, log.read_text()[-4000:]
             prometheus.set_errors(1)
             run.wait(180)
         finally:
