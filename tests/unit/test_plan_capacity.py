@@ -3,10 +3,13 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import (
+    free_room,
     nodes_needed,
     nodes_with_room,
     smallest_request,
+    total_requests,
 )
 from builders import node, pod
 
@@ -80,3 +83,28 @@ def test_a_node_has_room_when_what_its_pods_request_leaves_the_request_free():
     request = {"cpu": 0.5, "memory": 64.0 * 2 ** 20, "pods": 1.0}
     # A terminating pod still counts, as the scheduler counts it; a finished one does not.
     assert nodes_with_room(nodes, pods, request) == {"roomy", "empty"}
+
+
+def gpu_node(name, gpus):
+    built = node(name)
+    built["status"]["allocatable"]["example.com/gpu"] = str(gpus)
+    return built
+
+
+def gpu_pod(name, node_name):
+    built = pod(name, node_name)
+    built["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
+    return built
+
+
+def test_room_counts_every_resource_the_pods_request_a_gpu_too():
+    nodes = [gpu_node("one-free", 2), gpu_node("full", 1), node("no-gpu")]
+    pods = [gpu_pod("a", "one-free"), gpu_pod("b", "full"), pod("c", "no-gpu")]
+    request = smallest_request([pod_requests(gpu_pod("t", None)), pod_requests(gpu_pod("u", None))])
+    assert request["example.com/gpu"] == 1.0
+    assert nodes_with_room(nodes, pods, request) == {"one-free"}
+    # A pod that asks for none of it lowers the smallest request of it to nothing.
+    assert nodes_with_room(nodes, pods, smallest_request([request, pod_requests(pod("v", None))])) == \
+        {"one-free", "full", "no-gpu"}
+    assert free_room(nodes, pods)["example.com/gpu"] == 1.0
+    assert total_requests(pods)["example.com/gpu"] == 2.0 and list(total_requests(pods, ("cpu",))) == ["cpu"]

@@ -85,3 +85,13 @@ def test_other_zones_are_closed_when_the_zone_the_pods_leave_is_warmed_with_room
         {"spare-a": "NoSchedule"}, "the placeholder's room counts: it is preempted"
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.5)) == effects
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], None) == effects
+
+
+def test_other_zones_stay_open_when_the_warmed_zone_lacks_a_resource_the_pods_ask_for():
+    nodes = [node("old-b", zone="b"), node("warm-b", zone="b"), node("spare-a", zone="a")]
+    placeholder = pod("warm-0", "warm-b", labels={"kubeops.io/warm-set": "rotation-r1"})
+    effects = {"spare-a": "PreferNoSchedule"}
+    needs = {"cpu": 1.0, "memory": 0.0, "pods": 1.0, "example.com/gpu": 1.0}
+    assert strict_when_warmed(effects, nodes, [placeholder], ["old-b"], needs) == effects
+    nodes[1]["status"]["allocatable"]["example.com/gpu"] = "1"
+    assert strict_when_warmed(effects, nodes, [placeholder], ["old-b"], needs) == {"spare-a": "NoSchedule"}

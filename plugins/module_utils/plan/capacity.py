@@ -73,12 +73,12 @@ def nodes_needed(pods, template_allocatable, pool_labels):
 
 
 def smallest_request(requests):
-    """The least of each resource over request dicts ({"cpu", "memory", "pods"}), or None when there are none:
-    a node without room for it has room for none of those pods. Pure."""
+    """The least of each resource over request dicts (pod_requests), or None when there are none: a node
+    without room for it has room for none of those pods. A resource some of them do not request counts 0. Pure."""
     requests = list(requests)
     if not requests:
         return None
-    return {resource: min(request[resource] for request in requests) for resource in RESOURCES}
+    return {resource: min(request.get(resource, 0.0) for request in requests) for resource in _named(requests)}
 
 
 def free_by_node(nodes, pods):
@@ -90,23 +90,36 @@ def free_by_node(nodes, pods):
         room = free.get(node_of(pod))
         if room is not None and not is_terminal(pod):
             for resource, value in pod_requests(pod).items():
-                room[resource] -= value
+                room[resource] = room.get(resource, 0.0) - value
     return free
+
+
+def holds(room, request):
+    """Whether ``room`` (resource -> amount free) holds ``request``, every resource it names: a resource the
+    room does not offer (a GPU on a node without one) holds none of it. Pure."""
+    return all(room.get(resource, 0.0) >= value - 1e-9 for resource, value in request.items() if value > 0)
 
 
 def nodes_with_room(nodes, pods, request):
     """The names of ``nodes`` whose room (free_by_node) still holds ``request``. Pure."""
-    return {name for name, room in free_by_node(nodes, pods).items()
-            if all(room[resource] >= request[resource] - 1e-9 for resource in RESOURCES)}
+    return {name for name, room in free_by_node(nodes, pods).items() if holds(room, request)}
 
 
 def free_room(nodes, pods):
-    """The room of ``nodes`` (free_by_node), summed per resource. Pure."""
-    rooms = free_by_node(nodes, pods).values()
-    return {resource: sum(room[resource] for room in rooms) for resource in RESOURCES}
+    """The room of ``nodes`` (free_by_node), summed per resource any of them offers. Pure."""
+    rooms = list(free_by_node(nodes, pods).values())
+    return {resource: sum(room.get(resource, 0.0) for room in rooms) for resource in _named(rooms)}
 
 
-def total_requests(pods, resources=RESOURCES):
-    """What ``pods`` request together, per resource of ``resources``. Pure."""
+def total_requests(pods, resources=None):
+    """What ``pods`` request together, per resource of ``resources``, or of every resource one of them requests
+    (cpu, memory and pods always). Pure."""
     requests = [pod_requests(pod) for pod in pods]
-    return {resource: sum(request.get(resource, 0.0) for request in requests) for resource in resources}
+    return {resource: sum(request.get(resource, 0.0) for request in requests)
+            for resource in (resources or _named(requests))}
+
+
+def _named(amounts):
+    """cpu, memory and pods, then every other resource one of the dicts ``amounts`` names."""
+    others = {resource for amount in amounts for resource in amount} - set(RESOURCES)
+    return RESOURCES + tuple(sorted(others))

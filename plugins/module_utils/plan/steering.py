@@ -17,8 +17,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.patches import guarded
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import free_room, nodes_with_room
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import free_room, holds, nodes_with_room
 
 
 def is_steered(node):
@@ -92,7 +91,6 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
     if {zone_of(node) for node in own if node_name(node) in hosts} != zones:
         return effects
     # A placeholder gives its room up to any real pod (it is preempted): it is not counted in ``staying``.
-    room = free_room(own, staying)
-    if any(room[resource] + 1e-9 < needs.get(resource, 0) for resource in RESOURCES):
+    if not holds(free_room(own, staying), needs):
         return effects
     return {name: "NoSchedule" if effect == "PreferNoSchedule" else effect for name, effect in effects.items()}
