@@ -84,7 +84,7 @@ def test_another_run_that_took_the_lease_over_stops_this_one_at_once():
     held.attempt(renewed, first=True)
 
     def refused():
-        raise Blocked("Another run holds the Lease kube-system/kubeops-rotation: r2")
+        raise Blocked("another run took it over (r2 (ansible on ci))")
 
     held.attempt(refused)
     with pytest.raises(LeaseLost, match="another run took it over .*r2"):

@@ -12,6 +12,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     renew_deadline,
     renew_request_timeout,
     renew_retry_seconds,
+    renewal_refusal,
 )
 
 NOW = datetime.datetime(2026, 12, 3, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -30,6 +31,14 @@ def test_nobody_holding_it_means_create_or_acquire():
 
 def test_the_same_run_renews_at_once_even_before_expiry():
     assert lease_decision(lease(), "r1", NOW + datetime.timedelta(seconds=5))[0] == "renew"
+
+
+def test_a_run_renews_only_a_lease_it_still_holds_never_one_released_meanwhile():
+    assert renewal_refusal(lease(), "r1") is None
+    assert renewal_refusal(lease(renewed=NOW - datetime.timedelta(hours=1)), "r1") is None, "expired, not taken"
+    assert "released meanwhile" in renewal_refusal(released_lease(lease()), "r1")
+    assert "released meanwhile" in renewal_refusal(None, "r1")
+    assert renewal_refusal(lease("r2", "r2 (AWX job 8)"), "r1") == "another run took it over (r2 (AWX job 8))"
 
 
 def test_another_run_is_refused_until_expiry_then_takes_over():

@@ -33,6 +33,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     renew_deadline,
     renew_request_timeout,
     renew_retry_seconds,
+    renewal_refusal,
 )
 
 # A new progress line reaches the Lease at most this often (each is a write).
@@ -68,7 +69,7 @@ class HeldLease:
 
     def attempt(self, take, first=False, sleep=time.sleep):
         """Take or renew the Lease with ``take``. A failed renewal is remembered and tried again by the caller;
-        a refusal (another run took it over) loses it. The first take is tried again every retry period until
+        a refusal (another run took it over, or it was released) loses it. The first take is tried again every retry period until
         the renew deadline passes, and then raises what it met, as does a refusal of it."""
         began = self.clock()
         while True:
@@ -78,7 +79,7 @@ class HeldLease:
             except Blocked as exc:
                 if first:
                     raise
-                self.lost = "Lost the Lease: another run took it over (%s). Stopped before the next request." % exc
+                self.lost = "Lost the Lease: %s. Stopped before the next request." % exc
                 return
             except (ApiException, KubeopsError) as exc:
                 self.failure = str(exc).split("\n", 1)[0]
@@ -125,11 +126,21 @@ class LeaseKeeper:
 
         A write that lost a race (409) is decided again from a fresh read.
         """
+        return self._write(check_mode, attempts)
+
+    def renew(self):
+        """Renew the Lease this run holds; raises Blocked when it no longer does (renewal_refusal)."""
+        return self._write(renew_only=True)
+
+    def _write(self, check_mode=False, attempts=3, renew_only=False):
         attempt = 0
         while True:
             attempt += 1
             current = self.read()
             action, why = lease_decision(current, self.settings.run_id, self.now())
+            lost = renew_only and renewal_refusal(current, self.settings.run_id)
+            if lost:
+                raise Blocked(lost, {"lease": self.describe(current)})
             if action == "refuse":
                 raise Blocked(why, {"lease": self.describe(current)})
             if check_mode:
@@ -191,7 +202,7 @@ class LeaseKeeper:
                 if stop.is_set() or clock() < due:
                     continue
                 changed.clear()
-                held.attempt(renewals.take)
+                held.attempt(renewals.renew)
                 if held.expired():
                     return
 

@@ -86,6 +86,18 @@ def lease_decision(lease, run_id, now):
     return "refuse", refusal(lease)
 
 
+def renewal_refusal(lease, run_id):
+    """Why ``run_id``, which held the Lease, may not renew it: None while it still holds it. A Lease released
+    meanwhile is not taken again: its run's last step let go of it (a rerun of the same run that finished, while
+    a process of the killed one still ran), or someone else did. Pure."""
+    holder = (lease or {}).get("spec", {}).get("holderIdentity")
+    if holder and holder_run_id(lease) == run_id:
+        return None
+    if not holder:
+        return "it was released meanwhile (the run, or a rerun of it, ended)"
+    return "another run took it over (%s)" % holder
+
+
 def refusal(lease):
     """The one line that tells a second run who holds the Lease, since when and until when."""
     spec = lease.get("spec") or {}
