@@ -81,6 +81,9 @@ def test_other_zones_are_closed_when_the_zone_the_pods_leave_is_warmed_with_room
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], needs) == {"spare-a": "NoSchedule"}
     # Not warmed (no placeholder of its own), or too little room there: only a preference, as before.
     assert strict_when_warmed(effects, nodes, leaving, ["old-b"], needs) == effects
+    # A warm step saw its placeholder there, though the pods followed do not show it bound yet.
+    assert strict_when_warmed(effects, nodes, leaving, ["old-b"], needs, warm_hosts={"warm-b"}) == \
+        {"spare-a": "NoSchedule"}
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.0)) == \
         {"spare-a": "NoSchedule"}, "the placeholder's room counts: it is preempted"
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.5)) == effects

@@ -100,6 +100,7 @@ def move(client, selection, options, settings, skip_refused=False, check_mode=Fa
         try:
             if warming is not None:
                 done[step] = ensure_warm_nodes(client, warming, check_mode)
+                held_steering.warm_hosts.update(done[step].get("nodes") or ())
             # The list, taken while the nodes warmed, is waited for here: outside the next steps' clocks.
             every_pod.ready()
             step = "replaced"

@@ -61,6 +61,9 @@ class HeldSteering:
     def __init__(self, client):
         self.client = client
         self.steered = set()
+        # The nodes the move's warm step saw its placeholders run on: a pod list followed by a watch may not
+        # have their bindings yet when the next step steers.
+        self.warm_hosts = set()
 
     def __enter__(self):
         return self
@@ -101,7 +104,7 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
     if request and effects:
         pods = listed[1] if listed else every_pod.objects() if every_pod else pods_in(client)
         effects = strict_when_warmed(with_room(effects, nodes, pods, request, leaving), nodes, pods, keep_zones_of,
-                                     needs, leaving)
+                                     needs, leaving, held.warm_hosts if held is not None else ())
     left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
     steered = sorted(effects)
     if held is not None:

@@ -68,11 +68,12 @@ def with_room(effects, nodes, pods, request, leaving=()):
     return {name: effect for name, effect in effects.items() if name in roomy}
 
 
-def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
+def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=(), warm_hosts=()):
     """``effects`` with PreferNoSchedule turned into NoSchedule when the zones of ``keep_zones_of`` are warmed
     for the pods that move: each has a Ready, uncordoned node of its own (not one of ``keep_zones_of``) that runs
-    a warm placeholder, and their such nodes have room for ``needs`` (the summed requests of the pods that move,
-    those ``leaving`` counted as gone, the placeholders' as free: they are preempted). A preference loses to the
+    a warm placeholder (among ``pods``, or one of ``warm_hosts``, the nodes a warm step saw them on), and their
+    such nodes have room for ``needs`` (the summed requests of the pods that move, those ``leaving`` counted as
+    gone, the placeholders' as free: they are preempted). A preference loses to the
     scheduler's other scores, and on a large cluster to its sampling of the nodes it scores; a zone warmed for its
     pods needs no other. ``effects`` as they are otherwise. Pure."""
     keep = set(keep_zones_of)
@@ -80,7 +81,7 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=()):
     if not needs or not zones or "PreferNoSchedule" not in effects.values():
         return effects
     gone = set(leaving)
-    staying, hosts = [], set()
+    staying, hosts = [], set(warm_hosts)
     for pod in pods:
         if WARM_SET_LABEL in ((pod.get("metadata") or {}).get("labels") or {}):
             hosts.add(node_of(pod))
