@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -122,15 +123,24 @@ def test_an_alert_that_fires_after_batch_one_stops_the_rotation_before_batch_two
     assert {app: count for app, count in watcher.churned.items() if app} == {}, "a pod moved twice"
 
 
-def test_a_canary_batch_of_its_own_size_goes_first_in_the_plan_of_a_check_run(cluster, test_id, tmp_path):
+def test_a_check_run_shows_the_canary_batch_first_and_the_window_each_batch_would_start_in(
+        cluster, test_id, tmp_path):
     scenario = Scenario(cluster, test_id, {"zone-a": 3}, batch_size="2")
     scenario.create_nodes()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    # Open since this minute, for an hour: batch 1 starts in it, batch 2 (an hour later, by the guess) does not.
+    window = {"schedule": "%d %d * * *" % (now.minute, now.hour), "duration": "1h"}
     try:
         scenario.add("Deployment", deployment("web", 3, {}), 3)
         completed = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(
             scenario.rotation, rotate_nodes_canary_size="1", rotate_nodes_canary_soak_seconds=30,
+            rotate_nodes_windows=[window], rotate_nodes_window_batch_seconds=3600,
             rotate_nodes_report_file=str(tmp_path / "report.json")), str(tmp_path), check=True)
         assert completed.returncode == 0, completed.stdout[-3000:]
+        assert re.search(r"batch 1/2: starts about \S+, in %s for 1h UTC" % re.escape(window["schedule"]),
+                         completed.stdout), completed.stdout[-3000:]
+        assert "batch 2/2: the rotation stops before it, outside the windows; a rerun then starts about" in \
+            completed.stdout
         report = json.loads((tmp_path / "report.json").read_text())
         assert [(len(batch["nodes"]), batch.get("canary", False)) for batch in report["planned_batches"]] == [
             (1, True), (2, False)]

@@ -17,7 +17,7 @@ ROTATE_NODES_DEFAULTS = {
     "rotate_nodes_max_unavailable_per_owner": None, "rotate_nodes_retire": "delete", "rotate_nodes_retire_tasks": "",
     "rotate_nodes_gate_timeout": 300, "rotate_nodes_gate_interval": 10, "rotate_nodes_gates": {},
     "rotate_nodes_canary_size": "", "rotate_nodes_canary_soak_seconds": 0, "rotate_nodes_windows": [],
-    "rotate_nodes_window_poll_seconds": 30,
+    "rotate_nodes_window_poll_seconds": 30, "rotate_nodes_window_batch_seconds": 600,
 }
 DRAIN_NODE_DEFAULTS = {
     "drain_node_nodes": ["node-1"], "drain_node_node_selector": "", "drain_node_timeout": 300,

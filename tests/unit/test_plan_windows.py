@@ -8,6 +8,7 @@ import pytest
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.windows import (
     cron_fields,
     cron_matches,
+    window_schedule,
     window_state,
     windows_error,
 )
@@ -67,3 +68,17 @@ def test_no_windows_is_always_open_and_cron_reads_as_cron_does():
 ])
 def test_windows_that_make_no_sense_are_refused_naming_what(windows, error):
     assert error in windows_error(windows)
+
+
+def test_a_check_run_places_each_batch_in_the_window_it_would_start_in():
+    batches = ["batch 1/3", "batch 2/3", "batch 3/3"]
+    lines = window_schedule(NIGHTS, at("2026-12-11 02:00"), batches, 3600)
+    assert lines == [
+        "batch 1/3: starts about 2026-12-11T02:00:00Z, in mon,tue,wed,thu,fri 22:00-04:00 UTC",
+        "batch 2/3: starts about 2026-12-11T03:00:00Z, in mon,tue,wed,thu,fri 22:00-04:00 UTC",
+        "batch 3/3: the rotation stops before it, outside the windows; a rerun then starts about "
+        "2026-12-11T22:00:00Z, in mon,tue,wed,thu,fri 22:00-04:00 UTC"]
+    waited = window_schedule(NIGHTS, at("2026-12-11 12:00"), batches[:1], 3600, wait=True)
+    assert waited == ["batch 1/3: waits for the next window, starts about 2026-12-11T22:00:00Z, in "
+                      "mon,tue,wed,thu,fri 22:00-04:00 UTC"]
+    assert window_schedule([], at("2026-12-11 12:00"), batches, 3600) == []

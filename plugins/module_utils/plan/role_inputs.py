@@ -76,6 +76,7 @@ def rotate_nodes_errors(variables):
         gates_error(variables["rotate_nodes_gates"]),
         _named("rotate_nodes_windows", windows_error(variables["rotate_nodes_windows"])),
         at_least_error(variables, "rotate_nodes_window_poll_seconds", 1),
+        at_least_error(variables, "rotate_nodes_window_batch_seconds", 1),
     ]
 
 

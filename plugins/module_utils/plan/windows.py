@@ -214,3 +214,31 @@ def window_state(specs, now):
 
 def _iso(moment):
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def window_schedule(specs, now, batches, batch_seconds, wait=False):
+    """Which window each of ``batches`` (their names, in order) would start in, for a check run: the first starts
+    at ``now``, each next one ``batch_seconds`` (a guess: the move, the soak and the gates) after the one before.
+    A batch due outside every window starts when the next one opens: waited for with ``wait``, otherwise the
+    rotation stops before it and a rerun then goes on. One line per batch; no windows, no lines."""
+    windows = [Window(spec) for spec in specs or ()]
+    if not windows:
+        return []
+    lines, moment = [], now
+    for name in batches:
+        state = window_state(specs, moment)
+        if not state["open"]:
+            if state["opens"] is None:
+                lines.append("%s: no window opens within a year" % name)
+                break
+            moment = moment + datetime.timedelta(seconds=state["seconds_to_open"])
+        window = next(window for window in windows if window.open_until(moment) is not None)
+        starts = "starts about %s, in %s" % (_iso(moment), window.text())
+        if state["open"]:
+            lines.append("%s: %s" % (name, starts))
+        elif wait:
+            lines.append("%s: waits for the next window, %s" % (name, starts))
+        else:
+            lines.append("%s: the rotation stops before it, outside the windows; a rerun then %s" % (name, starts))
+        moment = moment + datetime.timedelta(seconds=batch_seconds)
+    return lines
