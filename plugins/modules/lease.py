@@ -23,6 +23,9 @@ description:
     that renews the Lease while they wait.
   - Check mode takes, renews and releases nothing; it says what would
     happen, and warns instead of failing when another run holds the Lease.
+  - With O(hold_seconds), the module holds the Lease that long before it returns, renewing it and saying
+    on the Lease's progress line what it waits for (O(hold_reason)) - a soak between batches that keeps every
+    other run out however long it lasts.
 extends_documentation_fragment:
   - kubeops.rotation.connection
 seealso:
@@ -59,6 +62,18 @@ options:
     description: Seconds the Lease holds without a renewal.
     type: int
     default: 300
+  hold_seconds:
+    description:
+      - With O(state=held), hold the Lease this many seconds more, renewing it, before returning. V(0) returns
+        at once. Check mode does not wait.
+    type: int
+    default: 0
+    version_added: 0.3.0
+  hold_reason:
+    description: What the run waits for while it holds the Lease (O(hold_seconds)), for the progress line.
+    type: str
+    default: holding the Lease
+    version_added: 0.3.0
 attributes:
   check_mode:
     support: full
@@ -76,6 +91,12 @@ EXAMPLES = r"""
     run_id: "{{ rotation_id }}"
     holder: "{{ rotation_id }} (AWX job {{ awx_job_id | default('-') }})"
     duration: 600
+
+- name: Soak ten minutes after a batch, the cluster held meanwhile
+  kubeops.rotation.lease:
+    run_id: "{{ rotation_id }}"
+    hold_seconds: 600
+    hold_reason: soak after batch 1/4
 
 - name: Let go of it at the end
   kubeops.rotation.lease:
@@ -141,6 +162,12 @@ diff:
   sample: {"before": {"holder": null, "run_id": null},
            "after": {"holder": "ami-2026-12 (host runner-1, pid 4711)", "run_id": "ami-2026-12"}}
   version_added: 0.3.0
+held_seconds:
+  description: How long the Lease was held before the module returned (O(hold_seconds)).
+  returned: when O(hold_seconds) is more than 0, not in check mode
+  type: float
+  sample: 600.2
+  version_added: 0.3.0
 api_requests:
   description: Number of HTTP requests made to the API server.
   returned: always
@@ -163,8 +190,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     lease_settings,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, hold_for
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, InvalidInput
 
 
 def holder_of(described):
@@ -173,7 +200,14 @@ def holder_of(described):
 
 def main():
     module = kubernetes_module(dict(LEASE_OPTIONS,
-                                    state=dict(type="str", choices=["held", "released"], default="held")))
+                                    state=dict(type="str", choices=["held", "released"], default="held"),
+                                    hold_seconds=dict(type="int", default=0),
+                                    hold_reason=dict(type="str", default="holding the Lease")))
+
+    def settings(params):
+        if params["hold_seconds"] < 0:
+            raise InvalidInput("hold_seconds must be 0 or more, got %d." % params["hold_seconds"])
+        return lease_settings(params)
 
     def hold(client, settings):
         keeper = LeaseKeeper(client, settings)
@@ -191,10 +225,13 @@ def main():
                 raise
             return dict(changed=False, action="refuse", reason=str(exc), lease=exc.result["lease"], warnings=[str(exc)],
                         diff={"before": before, "after": before})
-        return dict(taken, changed=True, diff={"before": before,
-                                               "after": {"holder": settings.holder, "run_id": settings.run_id}})
+        result = dict(taken, changed=True, diff={"before": before,
+                                                 "after": {"holder": settings.holder, "run_id": settings.run_id}})
+        if module.params["hold_seconds"] > 0 and not module.check_mode:
+            result["held_seconds"] = hold_for(keeper, module.params["hold_seconds"], module.params["hold_reason"])
+        return result
 
-    run_module(module, hold, lease_settings)
+    run_module(module, hold, settings)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,7 @@ def test_an_alert_that_fires_after_batch_one_stops_the_rotation_before_batch_two
         assert on_second <= {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}, "its pods did not move"
         report = json.loads((tmp_path / "report.json").read_text())
         assert report["outcome"] == "stopped" and [batch["batch"] for batch in report["batches"]] == [1]
+        assert report["batches"][0]["soak_seconds"] >= 10, report["batches"]
         assert [entry["stage"] for entry in report["gates"]] == ["before the first batch"]
 
         prometheus.set_errors(0)

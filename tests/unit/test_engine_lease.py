@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import HeldLease, LeaseSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import HeldLease, LeaseSettings, hold_for
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, LeaseLost
 
 SETTINGS = LeaseSettings(run_id="r1", holder="r1", duration=30)
@@ -89,3 +92,44 @@ def test_another_run_that_took_the_lease_over_stops_this_one_at_once():
     held.attempt(refused)
     with pytest.raises(LeaseLost, match="another run took it over .*r2"):
         held.check("PATCH")
+
+
+class KeeperWhoseLeaseIsLostAfter:
+    """A LeaseKeeper stand-in whose kept() block's Lease is lost once ``checks`` checks have passed."""
+
+    def __init__(self, checks=None):
+        self.checks = checks
+        self.at_once = None
+
+    @contextlib.contextmanager
+    def kept(self, _clock, at_once=False):
+        self.at_once = at_once
+        keeper = self
+
+        class Held:
+            @staticmethod
+            def check(_method=None):
+                if keeper.checks is not None:
+                    keeper.checks -= 1
+                    if keeper.checks < 0:
+                        raise LeaseLost("Lost the Lease: another run took it over (r2).")
+        yield Held()
+
+
+def test_holding_the_lease_for_a_soak_takes_it_at_once_and_says_what_it_waits_for():
+    clock = Clock()
+    lines = []
+
+    def sleep(seconds):
+        clock.now += seconds
+
+    keeper = KeeperWhoseLeaseIsLostAfter()
+    stop_listening = PROGRESS.listen(lines.append)
+    try:
+        assert hold_for(keeper, 25, "soak after batch 1/3", clock, sleep) == 25.0
+    finally:
+        stop_listening()
+    assert keeper.at_once is True
+    assert lines[0] == "soak after batch 1/3: 25 s left"
+    with pytest.raises(LeaseLost, match="another run took it over"):
+        hold_for(KeeperWhoseLeaseIsLostAfter(checks=1), 60, "soak", clock, sleep)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import
     read_lease,
     replace_lease,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS, tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError, LeaseLost
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
@@ -241,3 +242,19 @@ class LeaseKeeper:
                 "acquired": spec.get("acquireTime"), "renewed": spec.get("renewTime"),
                 "expires": micro_time(expiry) if expiry else None,
                 "duration_seconds": spec.get("leaseDurationSeconds")}
+
+
+def hold_for(keeper, seconds, what, clock=time.monotonic, sleep=time.sleep):
+    """Hold the Lease of ``keeper`` (LeaseKeeper) for ``seconds``, renewing it, with ``what`` and the seconds left
+    on the progress line: a soak between batches that keeps every other run out. Returns the seconds held; raises
+    LeaseLost when it could not be renewed in time, or another run took it."""
+    started = clock()
+    with keeper.kept(clock, at_once=True) as held:
+        while True:
+            left = started + seconds - clock()
+            if left <= 0:
+                break
+            tell_progress("%s: %d s left" % (what, math.ceil(left)))
+            sleep(min(PROGRESS_EVERY_SECONDS, left))
+            held.check()
+    return round(clock() - started, 1)
