@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -104,6 +105,21 @@ class EnvironmentSet:
                 os.environ[name] = value
 
 
+def progress_label(host, task_name):
+    """The few words before a progress line: the role and the step of its task (``rotate_nodes: batch 2/5 move``)
+    rather than a task name of a hundred characters, which would push the line off an AWX screen; a task of no
+    role, its name cut short. The host leads when it is not localhost (one cluster of several)."""
+    role, _, own = task_name.rpartition(" : ")
+    stage = re.match(r"([A-Z][\w ]{0,19}): ", own)
+    batch = re.search(r"\bbatch (\d+/\d+)$", own)
+    if role and stage:
+        words = ["batch %s" % batch.group(1)] if batch else []
+        label = "%s: %s" % (role.rpartition(".")[2], " ".join(words + [stage.group(1).lower()]))
+    else:
+        label = (role.rpartition(".")[2] + ": " if role else "") + (own if len(own) <= 60 else own[:59] + "…")
+    return label if host in ("", "localhost") else "%s | %s" % (host, label)
+
+
 def elapsed_text(seconds):
     minutes, seconds = divmod(int(seconds), 60)
     return "%dm%02ds" % (minutes, seconds) if minutes else "%ds" % seconds
@@ -176,7 +192,7 @@ class KubernetesAction(ActionBase):
                                                              wrap_async=wrap_async))
         else:
             host = (task_vars or {}).get("inventory_hostname", "")
-            with ProgressShown("%s | %s" % (host, self._task.get_name())) as progress:
+            with ProgressShown(progress_label(host, self._task.get_name())) as progress:
                 # ansible-playbook (this worker's parent): the module exits when it is killed (engine.controller)
                 added = {PROGRESS_FILE_ENV: progress.path, CONTROLLER_PID_ENV: str(os.getppid())}
                 if self._runs_here(task_vars or {}):

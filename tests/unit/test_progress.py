@@ -11,6 +11,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress imp
 from ansible_collections.kubeops.rotation.plugins.plugin_utils.kubernetes_action import (
     ProgressShown,
     elapsed_text,
+    progress_label,
     kubernetes_core_defaults,
 )
 from builders import pdb, pod
@@ -104,6 +105,19 @@ def test_progress_is_shown_after_a_quiet_start_on_change_with_a_gap_and_repeated
                      "localhost | Evict [9s] evicting: 2 of 2 pods gone",
                      "localhost | Evict [29s] evicting: 2 of 2 pods gone"]
     assert elapsed_text(754) == "12m34s"
+
+
+def test_a_progress_line_is_led_by_the_role_the_batch_and_the_step_not_by_the_whole_task_name():
+    task = ("kubeops.rotation.rotate_nodes : Move: warm the nodes its pods will need, in their zones, replace first "
+            "the pods that may not simply be evicted, then evict the rest, batch 2/5")
+    assert progress_label("localhost", task) == "rotate_nodes: batch 2/5 move"
+    assert progress_label("prod-eu", task) == "prod-eu | rotate_nodes: batch 2/5 move"
+    assert progress_label("localhost", "kubeops.rotation.rotate_nodes : Rollback: move the pods off the new nodes") \
+        == "rotate_nodes: rollback"
+    assert progress_label("localhost", "kubeops.rotation.drain_node : Evict their pods through the Eviction API") == \
+        "drain_node: Evict their pods through the Eviction API"
+    assert progress_label("localhost", "Drain the node") == "Drain the node"
+    assert progress_label("", "x" * 80) == "x" * 59 + "…"
 
 
 def test_a_pdbs_shortfall_names_its_pods_not_ready_and_those_not_created_yet():
