@@ -479,81 +479,29 @@ way_back:
       sample: [new-7f2k]
 """
 
-import re
-
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rotation_plan import (
     RotationRequest,
     plan_from_cluster,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    labels_error,
-    names_error,
-    pod_keys_error,
-    quantities_error,
-    selector_error,
-    text_error,
-)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import workload_from_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_duration
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import RETIRE_CHOICES
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
     AbortIf,
     DriftRules,
     RotationSettings,
 )
-
-
-def kubelet_version_error(text):
-    """Why ``text`` is not a kubelet version to compare with (v1.35.0, 1.35), or None."""
-    if text and text.strip() and not re.match(r"^v?\d+(\.\d+){0,2}([-+].*)?$", text.strip()):
-        return "target_kubelet_version must be a version like v1.35.0, got %s." % text
-    return None
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation_inputs import rotation_plan_error
 
 
 def validated(params):
     """The RotationRequest of the parameters, or InvalidInput before anything is read."""
-    if not params["nodes"] and params["node_selector"] is None and not params["karpenter_drifted"] \
-            and not (params["nodes"] == [] and (params["zone_counts_of"] or params["rotation_id"])):
-        raise InvalidInput("one of nodes, node_selector or karpenter_drifted is needed: there is no node to plan for.")
-    error = first_error(
-        names_error("nodes", params["nodes"] or None, "node"),
-        selector_error("node_selector", params["node_selector"]),
-        text_error("rotation_id", params["rotation_id"]),
-        text_error("target_kubelet_version", params["target_kubelet_version"]),
-        kubelet_version_error(params["target_kubelet_version"]),
-        text_error("max_node_age", params["max_node_age"]),
-        labels_error("wanted_labels", params["wanted_labels"]),
-        names_error("with_annotations", params["with_annotations"] or None, "annotation"),
-        names_error("with_taints", params["with_taints"] or None, "taint key"),
-        names_error("karpenter_nodepools", params["karpenter_nodepools"] or None, "NodePool"),
-        count_or_percent_error("batch_size", params["batch_size"]),
-        count_or_percent_error("canary_size", params["canary_size"]) if params["canary_size"] is not None else None,
-        labels_error("pool_node_selector", params["pool_node_selector"]),
-        names_error("pool_zones", params["pool_zones"], "zone"),
-        quantities_error("template_capacity", params["template_capacity"], required=RESOURCES, above_zero=True),
-        text_error("template_node", params["template_node"]),
-        pod_keys_error("planned_evictions", params["planned_evictions"]),
-        *(text_error("abort_if.%s" % name, value) for name, value in sorted((params["abort_if"] or {}).items())))
+    error = rotation_plan_error(params)
     if error:
         raise InvalidInput(error)
-    bad_keys = [key for key in params["zone_counts_of"] if workload_from_key(key) is None]
-    if bad_keys:
-        raise InvalidInput("zone_counts_of takes namespace/Kind/name, got %s." % ", ".join(bad_keys))
     abort_if = AbortIf(**(params["abort_if"] or {}))
-    durations = (("max_node_age", params["max_node_age"]), ("abort_if.pending_pods_for", abort_if.pending_pods_for),
-                 ("abort_if.pdb_blocked_for", abort_if.pdb_blocked_for))
-    for name, value in durations:
-        try:
-            if value:
-                parse_duration(value)
-        except ValueError as exc:
-            raise InvalidInput("%s: %s" % (name, exc))
     settings = RotationSettings(
         rules=DriftRules(target_kubelet_version=params["target_kubelet_version"], labels=params["wanted_labels"] or {},
                          max_node_age=params["max_node_age"], annotations=tuple(params["with_annotations"]),

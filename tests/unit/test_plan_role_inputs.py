@@ -18,6 +18,11 @@ ROTATE_NODES_DEFAULTS = {
     "rotate_nodes_gate_timeout": 300, "rotate_nodes_gate_interval": 10, "rotate_nodes_gates": {},
     "rotate_nodes_canary_size": "", "rotate_nodes_canary_soak_seconds": 0, "rotate_nodes_windows": [],
     "rotate_nodes_window_poll_seconds": 30, "rotate_nodes_window_batch_seconds": 600,
+    "rotate_nodes_rollback": False, "rotate_nodes_nodes": ["old-1"], "rotate_nodes_node_selector": "",
+    "rotate_nodes_target_kubelet_version": "", "rotate_nodes_wanted_labels": {}, "rotate_nodes_max_node_age": "",
+    "rotate_nodes_karpenter_drifted": False, "rotate_nodes_karpenter_nodepools": [], "rotate_nodes_batch_size": "1",
+    "rotate_nodes_pool_node_selector": {}, "rotate_nodes_pool_zones": [], "rotate_nodes_template_capacity": {},
+    "rotate_nodes_abort_if": {},
 }
 DRAIN_NODE_DEFAULTS = {
     "drain_node_nodes": ["node-1"], "drain_node_node_selector": "", "drain_node_timeout": 300,
@@ -168,3 +173,27 @@ def test_rotate_nodes_refuses_a_canary_that_is_no_count_nor_percent():
 def test_rotate_nodes_refuses_a_maintenance_window_that_makes_no_sense():
     assert rotate_nodes(rotate_nodes_windows=[{"schedule": "0 22 * *", "duration": "6h"}]) == [
         "rotate_nodes_windows: 0 22 * * for 6h UTC: not a cron schedule: 0 22 * * (five fields, as \"0 22 * * *\")."]
+
+
+@pytest.mark.parametrize("changed, error", [
+    ({"rotate_nodes_nodes": []},
+     "one of rotate_nodes_nodes, rotate_nodes_node_selector or rotate_nodes_karpenter_drifted is needed: there is no "
+     "node to plan for."),
+    ({"rotate_nodes_abort_if": {"pdb_blocked_for": "ten minutes"}}, "rotate_nodes_abort_if.pdb_blocked_for: "),
+    ({"rotate_nodes_batch_size": "0"}, "rotate_nodes_batch_size "),
+    ({"rotate_nodes_template_capacity": {"cpu": "4"}}, "rotate_nodes_template_capacity "),
+    ({"rotate_nodes_target_kubelet_version": "latest"},
+     "rotate_nodes_target_kubelet_version must be a version like v1.35.0, got latest."),
+])
+def test_rotate_nodes_refuses_what_its_plan_would_refuse_naming_the_role_variable(changed, error):
+    errors = rotate_nodes(**changed)
+    assert len(errors) == 1 and errors[0].startswith(error), errors
+
+
+def test_a_rollback_needs_no_nodes_to_plan():
+    assert rotate_nodes(rotate_nodes_nodes=[], rotate_nodes_rollback=True) == []
+
+
+def test_drain_node_refuses_a_node_selector_that_is_no_label_selector_naming_its_variable():
+    assert drain_node(drain_node_nodes=[], drain_node_node_selector="=x") == [
+        'drain_node_node_selector "=x" is not a label selector: it needs a label key where "=" is.']

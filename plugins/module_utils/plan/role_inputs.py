@@ -16,13 +16,20 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     first_empty,
     number_error,
     rotation_id_error,
+    selector_error,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation_inputs import rotation_plan_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.windows import windows_error
 
 ROTATE_NODES_TIMEOUTS = ("rotate_nodes_warm_timeout", "rotate_nodes_restart_timeout", "rotate_nodes_retire_timeout",
                          "rotate_nodes_evict_timeout")
 DRAIN_NODE_LIMITS = ("drain_node_max_in_flight", "drain_node_max_per_node", "drain_node_max_per_namespace")
+# The options of rotation_plan that the rotate_nodes role sets from a variable of its own, rotate_nodes_<option>,
+# and does not check otherwise.
+ROTATE_NODES_PLAN_OPTIONS = ("nodes", "node_selector", "target_kubelet_version", "wanted_labels", "max_node_age",
+                             "karpenter_drifted", "karpenter_nodepools", "batch_size", "pool_node_selector",
+                             "pool_zones", "template_capacity", "abort_if")
 # The kinds of gates, as the gates module's options name them.
 GATE_KINDS = ("prometheus", "alertmanager", "kubernetes", "http")
 
@@ -54,6 +61,17 @@ def count_or_percent_variable_error(variables, name):
     return count_or_percent_error(name, value)
 
 
+def rotate_nodes_plan_error(variables):
+    """rotation_plan's checks of the options the role sets, naming the role's variables. A variable left empty is
+    left out, as the role omits it."""
+    params = {option: variables["rotate_nodes_" + option] for option in ROTATE_NODES_PLAN_OPTIONS
+              if variables.get("rotate_nodes_" + option) not in (None, "", [], {})}
+    params["rotation_id"] = variables["rotate_nodes_id"]
+    params.setdefault("karpenter_drifted", False)
+    return rotation_plan_error(params, lambda option: "rotate_nodes_id" if option == "rotation_id"
+                               else "rotate_nodes_" + option)
+
+
 def rotate_nodes_errors(variables):
     """The rotate_nodes role's checks, in order; None where one passes."""
     no_id = variables["rotate_nodes_id"] is None or not str(variables["rotate_nodes_id"]).strip()
@@ -77,6 +95,7 @@ def rotate_nodes_errors(variables):
         _named("rotate_nodes_windows", windows_error(variables["rotate_nodes_windows"])),
         at_least_error(variables, "rotate_nodes_window_poll_seconds", 1),
         at_least_error(variables, "rotate_nodes_window_batch_seconds", 1),
+        None if no_id or variables["rotate_nodes_rollback"] else rotate_nodes_plan_error(variables),
     ]
 
 
@@ -99,6 +118,7 @@ def drain_node_errors(variables):
     no_nodes = not variables["drain_node_nodes"] and not str(variables["drain_node_node_selector"]).strip()
     return [
         "drain_node_nodes and drain_node_node_selector are both empty: name the nodes to drain." if no_nodes else None,
+        selector_error("drain_node_node_selector", str(variables["drain_node_node_selector"] or "").strip() or None),
         at_least_error(variables, "drain_node_timeout", 1),
         *(at_least_error(variables, name, 1, optional=True) for name in DRAIN_NODE_LIMITS),
         *(at_least_error(variables, name, 0, optional=True)
