@@ -79,6 +79,11 @@ class Cluster(ClusterClients):
         # The local control plane's state, for fault tests that stop a component; None for a cluster of yours.
         self.state_dir = state_dir
 
+    def need_provisioner(self):
+        """Skip the test where no test provisioner brings nodes up (a cluster of yours without it)."""
+        if not self.has_provisioner:
+            pytest.skip("this cluster runs no test provisioner to bring nodes up (KUBEOPS_TEST_PROVISIONER)")
+
     def kubectl(self, *args, check=True):
         return subprocess.run([self.kubectl_binary, "--kubeconfig", self.kubeconfig] + list(args),
                               capture_output=True, text=True, check=check)
@@ -237,8 +242,7 @@ def run_play(cluster, tmp_path):
 def demo(cluster, test_id):
     """The demo's scenario (tests/cluster/demo.py) under this test's prefix; its namespace, old nodes and
     the pool nodes the provisioner made are deleted afterwards."""
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     scenario = Demo(cluster.kubeconfig, prefix=test_id + "-")
     scenario.setup()
     yield scenario

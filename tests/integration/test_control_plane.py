@@ -81,8 +81,7 @@ def test_rollout_restart_replaces_every_pod_and_completes(cluster, namespace, ma
 
 
 def test_provisioner_adds_pool_nodes_for_pending_pods_and_finishes_their_deletion(cluster, namespace):
-    if not cluster.has_provisioner:
-        pytest.skip("this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     cluster.apps.create_namespaced_deployment(
         namespace, deployment("placeholder", 2, {"kubeops.io/pool": "warm-zone-b"}, anti_affinity=True))
     pods = wait_until(lambda: running_pods(cluster, namespace, "app=placeholder", 2), 90, "2 running placeholders")

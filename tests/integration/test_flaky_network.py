@@ -38,8 +38,7 @@ def flaky(cluster, tmp_path):
 
 
 def test_a_rotation_through_a_flaky_network_moves_each_pod_once(cluster, test_id, flaky, tmp_path):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     proxy, kubeconfig = flaky
     proxy.set_rates(reset=0, drop=0, stall=0)
     scenario = protected_scenario(cluster, test_id)

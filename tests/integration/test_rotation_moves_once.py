@@ -165,8 +165,7 @@ class RestartWatcher:
 def web_scenario(cluster, test_id, nodes_per_zone, solo=False):
     """Old nodes rotated one a batch, web (6 pods under maxUnavailable 1) on them, and with ``solo`` a single replica
     under minAvailable 1; skipped where the cluster runs no test provisioner to warm nodes."""
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, nodes_per_zone, batch_size="1")
     scenario.create_nodes()
     scenario.add("Deployment", deployment("web", 6, {}), 6)
@@ -202,8 +201,7 @@ def protected_scenario(cluster, test_id):
 
 @pytest.fixture
 def protected(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     scenario = protected_scenario(cluster, test_id)
     yield scenario
     scenario.cleanup()
@@ -302,8 +300,7 @@ def test_killed_in_batch_two_and_rerun_still_moves_each_pod_once(cluster, protec
 
 
 def test_a_do_not_disrupt_duration_moves_by_a_surge_without_an_eviction_or_a_restart(cluster, test_id, tmp_path):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, {"zone-a": 2})
     try:
         scenario.create_nodes()
@@ -322,8 +319,7 @@ def test_a_do_not_disrupt_duration_moves_by_a_surge_without_an_eviction_or_a_res
 
 def test_skip_leaves_a_blocked_batch_cordoned_finishes_the_others_and_fails_naming_the_pdb(
         cluster, test_id, tmp_path):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, {"zone-a": 3}, batch_size="1")
     try:
         scenario.create_nodes()
@@ -353,8 +349,7 @@ def test_a_surge_goes_to_the_warm_room_not_to_the_empty_nodes_of_a_later_batch(c
     # The warm nodes are full of placeholders and the later batch's nodes are empty: a scheduler asked only not
     # to prefer those nodes takes them rather than preempt a placeholder, and the next batch would then find
     # pods of a workload this rotation has already moved.
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, {"zone-a": 4})
     try:
         scenario.create_nodes()
@@ -382,8 +377,7 @@ def test_a_deployment_of_12_under_max_unavailable_1_surges_exactly_its_pods_on_t
         cluster, test_id, tmp_path, make_nodes):
     # The issue's case: 12 do-not-disrupt replicas under a PDB of maxUnavailable 1 and an HPA pinned at 12, a
     # quarter of them on the one node that rotates. A restart fell to 9 Ready and replaced the 9 that stay.
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, {"zone-a": 1})
     try:
         scenario.create_nodes()
@@ -440,8 +434,7 @@ def test_a_deployment_of_12_under_max_unavailable_1_surges_exactly_its_pods_on_t
 def test_a_surge_that_something_else_scales_back_is_undone_and_the_batch_stops_naming_it(cluster, test_id, tmp_path):
     # A GitOps controller that owns spec.replicas sets it back every second: the surge cannot last. It is undone
     # (the pods stay where they are, nothing of the surge is left) and the batch stops, naming who set it.
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, {"zone-a": 1})
     stop = threading.Event()
     try:

@@ -68,8 +68,7 @@ def test_an_eviction_whose_pods_the_scheduler_cannot_place_again_fails_naming_th
 
 @pytest.fixture
 def gpu_pool(cluster, test_id):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     scenario = Scenario(cluster, test_id, {"zone-a": 2, "zone-b": 2})
     scenario.pod_pools = [scenario.pool, "warm-gpu"]
     scenario.rotation.update(rotate_nodes_pool_node_selector={"kubeops.io/pool": "warm-gpu"},

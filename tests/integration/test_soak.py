@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "soak"))
 from kill_and_resume import soak, table  # noqa: E402
@@ -21,8 +20,7 @@ SMALL_ROTATION_SECONDS = 60
 
 
 def test_rotations_killed_at_seeded_moments_and_run_again_keep_every_invariant(cluster, tmp_path):
-    if not cluster.has_provisioner:
-        pytest.skip("the rotation warms nodes: this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     records = soak(cluster, seed=26, runs=2, scale=1, expected_seconds=SMALL_ROTATION_SECONDS,
                    work_dir=str(tmp_path), report=lambda line: None, silent=0.02)
     assert len(records) == 2 and all(record["kills"] for record in records)

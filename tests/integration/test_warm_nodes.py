@@ -17,8 +17,7 @@ POOL = {"kubeops.io/pool": "warm"}
 @pytest.fixture
 def provisioner(cluster):
     """Skip without a provisioner; delete the pool nodes it made for the test afterwards."""
-    if not cluster.has_provisioner:
-        pytest.skip("this cluster runs no test provisioner (KUBEOPS_TEST_PROVISIONER)")
+    cluster.need_provisioner()
     yield
     delete_pool_nodes(cluster)
 
