@@ -29,6 +29,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     surge_marks,
     surge_marks_removed,
     surge_record,
+    workload_facts,
     surge_step,
 )
 from builders import pdb
@@ -197,3 +198,23 @@ def test_an_hpa_scales_the_deployment_or_statefulset_its_target_names():
     assert scale_target(hpa) == Workload("Deployment", "ns", "web")
     assert scale_target({"metadata": {"name": "x", "namespace": "ns"},
                          "spec": {"scaleTargetRef": {"kind": "ReplicaSet", "name": "x"}}}) is None
+
+
+def test_the_workloads_facts_come_from_the_objects_as_listed():
+    def workload(kind, name, replicas=None, strategy=None, manager=None):
+        spec = {} if replicas is None else {"replicas": replicas}
+        if strategy:
+            spec["strategy"] = {"type": strategy}
+        managed = [{"manager": manager, "fieldsV1": {"f:spec": {"f:replicas": {}}}}] if manager else []
+        return {"metadata": {"namespace": "shop", "name": name, "managedFields": managed}, "spec": spec}
+
+    hpa = {"metadata": {"namespace": "shop", "name": "web-hpa"},
+           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}}}
+    facts = workload_facts([workload("Deployment", "web", 3, manager="argocd-controller"),
+                            workload("Deployment", "batch", strategy="Recreate")],
+                           [workload("StatefulSet", "db", 2)], [hpa])
+    web, batch, db = (Workload("Deployment", "shop", "web"), Workload("Deployment", "shop", "batch"),
+                      Workload("StatefulSet", "shop", "db"))
+    assert facts.replicas == {web: 3, batch: 1, db: 2}
+    assert facts.one_at_a_time == {batch, db}
+    assert facts.autoscalers == {web: "web-hpa"} and facts.gitops == {web: ["argocd-controller"]}

@@ -15,25 +15,19 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claim_node, claim_pool
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, MANAGER, ZONE_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEGACY_ZONE_LABEL, ZONE_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload, replica_set_owners
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import replica_set_owners
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import by_node_and_key, node_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import labels_text
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import (
-    ONE_AT_A_TIME,
-    gitops_managers,
-    replacement_method,
-    scale_target,
-)
 
 # Up to this many nodes, their pods are listed node by node: the API server indexes pods by node, so a drain
 # of a few nodes reads their pods rather than every pod of a large cluster. Beyond it, one list of every pod
 # takes fewer requests.
 NODE_BY_NODE_LISTS = 50
 
-RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners replicas claim_zones node_claims "
-                                                  "node_pools one_at_a_time autoscalers gitops")
+RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners claim_zones node_claims node_pools "
+                                                  "deployments stateful_sets hpas")
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
@@ -166,17 +160,6 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
     if karpenter_candidates:
         candidates |= {claim_node(claim) for claim in claims
                        if claim_node(claim) in known and (not nodepools or claim_pool(claim) in nodepools)}
-    replicas, one_at_a_time, gitops = {}, set(), {}
-    for kind, objects in (("Deployment", deployments), ("StatefulSet", stateful_sets)):
-        for obj in objects:
-            workload = Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
-            replicas[workload] = obj["spec"].get("replicas", 1)
-            if replacement_method(kind, obj["spec"]) == ONE_AT_A_TIME:
-                one_at_a_time.add(workload)
-            syncing = gitops_managers(obj, MANAGER)
-            if syncing:
-                gitops[workload] = syncing
-    autoscalers = {scale_target(hpa): hpa["metadata"]["name"] for hpa in hpas if scale_target(hpa)}
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
-    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners, replicas, zones,
-                            claims, pools, frozenset(one_at_a_time), autoscalers, gitops)
+    return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners, zones, claims, pools, deployments,
+                            stateful_sets, hpas)

@@ -20,6 +20,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node, nodepool_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import workload_facts
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import planned_retirement
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation, summarize_plan
 
@@ -60,9 +61,10 @@ def plan_from_cluster(client, request, now=None):
     settings = dataclasses.replace(settings, candidates=snapshot.candidates, named=frozenset(request.nodes),
                                    template_allocatable=template, pool_zones=pool_zones)
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    plan = plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, snapshot.replicas, settings,
+    workloads = workload_facts(snapshot.deployments, snapshot.stateful_sets, snapshot.hpas)
+    plan = plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, workloads.replicas, settings,
                          now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools,
-                         snapshot.one_at_a_time, snapshot.autoscalers, snapshot.gitops)
+                         workloads.one_at_a_time, workloads.autoscalers, workloads.gitops)
     if _say_retirement(client, plan, snapshot, request.retire):
         plan["summary"] = summarize_plan(plan)
     return plan

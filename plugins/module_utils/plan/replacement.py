@@ -16,11 +16,13 @@ every pod is Ready and the PDBs allow one disruption. Pure.
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     DELETION_COST,
     LEAVING_ANNOTATION,
+    MANAGER,
     SURGE_ANNOTATION,
     SURGE_LABEL,
 )
@@ -192,3 +194,24 @@ def gitops_managers(obj, ours):
     """The field managers of ``obj``'s spec.replicas that are GitOps controllers (GITOPS_MANAGERS)."""
     return [manager for manager in replicas_managers(obj, ours)
             if any(known in manager.lower() for known in GITOPS_MANAGERS)]
+
+
+WorkloadFacts = namedtuple("WorkloadFacts", "replicas one_at_a_time autoscalers gitops")
+
+
+def workload_facts(deployments, stateful_sets, hpas, ours=MANAGER):
+    """What the plan needs to know of the workloads, from the Deployments, StatefulSets and HPAs as listed:
+    ``replicas`` per Workload, those replaced ``one_at_a_time``, ``autoscalers`` (scale target -> HPA name) and
+    ``gitops`` (Workload -> the managers other than ``ours`` that own its replicas). Pure."""
+    replicas, one_at_a_time, gitops = {}, set(), {}
+    for kind, objects in (("Deployment", deployments), ("StatefulSet", stateful_sets)):
+        for obj in objects:
+            workload = Workload(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+            replicas[workload] = obj["spec"].get("replicas", 1)
+            if replacement_method(kind, obj["spec"]) == ONE_AT_A_TIME:
+                one_at_a_time.add(workload)
+            syncing = gitops_managers(obj, ours)
+            if syncing:
+                gitops[workload] = syncing
+    autoscalers = {scale_target(hpa): hpa["metadata"]["name"] for hpa in hpas if scale_target(hpa)}
+    return WorkloadFacts(replicas, frozenset(one_at_a_time), autoscalers, gitops)
