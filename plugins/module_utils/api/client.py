@@ -73,8 +73,8 @@ LIST_READ_TIMEOUT = 30
 KEEPALIVE_OPTIONS = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)] + [
     (socket.IPPROTO_TCP, getattr(socket, name), value)
     for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)) if hasattr(socket, name)]
-# Objects in one page of a list: 4,000 pods came in 0.51 s in one page and 0.83 s in pages of 500 (kubectl's
-# chunk size), on the local control plane; a page stays bounded (about 20 MB of pods) on a very large cluster.
+# Objects in one page of a list: ten times kubectl's chunk size, as fewer round trips list faster,
+# while a page stays bounded (about 20 MB of pods) on a very large cluster.
 LIST_PAGE_SIZE = 5000
 
 
