@@ -8,7 +8,7 @@ import os
 
 import yaml
 from ansible_collections.kubeops.rotation.plugins.filter.batch_report import FilterModule
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import batch_report
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import batch_report, report_tables
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH = {
@@ -118,3 +118,14 @@ def test_the_filter_is_the_report_and_its_documentation_names_every_key():
                and isinstance(node.value, ast.Constant)}
     documented = yaml.safe_load(strings["RETURN"])["_value"]["contains"]
     assert list(documented) == list(report())
+
+
+def test_the_report_tables_show_each_batch_and_each_workloads_zones_before_and_after():
+    batches = [{"row": "| 1/1 | old-1 | 0 | 0 | 2 | 2 | 3.2 |"}]
+    before = {"shop/Deployment/web": {"zone-b": 1, "zone-a": 2}, "shop/StatefulSet/db": {"-": 1}}
+    lines = report_tables(batches, before, {"shop/Deployment/web": {"zone-a": 2, "zone-b": 1}})
+    assert lines[2] == "| 1/1 | old-1 | 0 | 0 | 2 | 2 | 3.2 |" and lines[3] == ""
+    assert lines[-2:] == ["| shop/Deployment/web | zone-a 2, zone-b 1 | zone-a 2, zone-b 1 |",
+                          "| shop/StatefulSet/db | - 1 |  |"]
+    assert report_tables([], {}, {})[:2] == ["| batch | nodes | replacements planned | replacements done | "
+                                             "evictions planned | evictions done | seconds |", "|---|---|---|---|---|---|---|"]

@@ -61,3 +61,21 @@ def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started
         batch["index"], batches, ", ".join(str(node) for node in batch["nodes"]), len(planned), len(done),
         len(batch["evict"]), len(evicted), seconds)
     return report
+
+
+BATCH_TABLE_HEAD = ["| batch | nodes | replacements planned | replacements done | evictions planned | evictions done "
+                    "| seconds |", "|---|---|---|---|---|---|---|"]
+ZONE_TABLE_HEAD = ["| workload | pods per zone before | after |", "|---|---|---|"]
+
+
+def _zones_text(counts):
+    return ", ".join("%s %s" % item for item in sorted((counts or {}).items()))
+
+
+def report_tables(batches, zones_before, zones_after):
+    """The rotation report's two Markdown tables, as lines: each batch (``batches``, batch_report's entries) planned
+    against done, and each moved workload's pods per zone before and after (workload key -> {zone: pods}). Pure."""
+    rows = [batch["row"] for batch in batches or ()]
+    zone_rows = ["| %s | %s | %s |" % (key, _zones_text(before), _zones_text((zones_after or {}).get(key)))
+                 for key, before in sorted((zones_before or {}).items())]
+    return BATCH_TABLE_HEAD + rows + [""] + ZONE_TABLE_HEAD + zone_rows
