@@ -15,7 +15,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 AWX_DOC = os.path.join(REPO, "docs", "awx.md")
 SURVEY = os.path.join(REPO, "docs", "awx", "rotate_nodes_survey.json")
 # What an AWX survey answer is, for each question type, and the argument spec type it can stand for.
-SURVEY_TYPES = {"text": "str", "textarea": "str", "multiplechoice": "str", "integer": "int"}
+# A survey's answer type, and the role's option types it answers (a duration takes whole seconds too).
+SURVEY_TYPES = {"text": ("str",), "textarea": ("str",), "multiplechoice": ("str",), "integer": ("int", "raw")}
 
 
 def load_yaml(*path):
@@ -42,7 +43,7 @@ def test_every_survey_question_is_an_option_of_the_role_with_its_type_choices_de
     for question in survey_questions():
         option = options.get(question["variable"])
         assert option, "%s is not an option of rotate_nodes" % question["variable"]
-        assert SURVEY_TYPES[question["type"]] == option["type"], question["variable"]
+        assert option["type"] in SURVEY_TYPES[question["type"]], question["variable"]
         # Required: what the role needs, and what has a default of its own (AWX fills it in); optional: what the
         # role takes as "not given" when empty.
         assert question["required"] == (option.get("required", False) or option.get("default") not in ("", None)), \

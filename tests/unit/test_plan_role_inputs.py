@@ -80,12 +80,14 @@ def test_rotate_nodes_needs_retire_tasks_only_when_it_retires_by_tasks():
     assert rotate_nodes(rotate_nodes_retire="delete", rotate_nodes_retire_tasks="") == []
 
 
-def test_a_number_is_shown_as_it_was_written_and_null_is_read_as_0():
-    assert rotate_nodes(rotate_nodes_lease_seconds="4.9") == ["rotate_nodes_lease_seconds must be 5 or more, got 4.9."]
-    assert rotate_nodes(rotate_nodes_lease_seconds=None) == ["rotate_nodes_lease_seconds must be 5 or more, got None."]
-    assert rotate_nodes(rotate_nodes_warm_timeout=False) == ["rotate_nodes_warm_timeout must be 1 or more, got False."]
-    assert rotate_nodes(rotate_nodes_evict_timeout="abc") == ["rotate_nodes_evict_timeout must be 1 or more, got abc."]
-    assert rotate_nodes(rotate_nodes_soak_seconds="-0.5") == []
+def test_a_duration_is_seconds_or_numbers_with_units_and_is_shown_as_it_was_written():
+    assert rotate_nodes(rotate_nodes_lease_seconds="4") == ["rotate_nodes_lease_seconds must be 5 or more, got 4."]
+    assert rotate_nodes(rotate_nodes_evict_timeout="1h30m", rotate_nodes_soak_seconds="2m", rotate_nodes_gate_timeout=0,
+                        rotate_nodes_warm_timeout=" 600 ") == []
+    for value in (None, False, "abc", "4.9", "-0.5", "90x"):
+        assert rotate_nodes(rotate_nodes_evict_timeout=value) == [
+            "rotate_nodes_evict_timeout must be a duration like 90, 90s, 10m or 1h30m, got %s." % value]
+    assert rotate_nodes(rotate_nodes_soak_seconds=-1) == ["rotate_nodes_soak_seconds must be 0 or more, got -1."]
     assert rotate_nodes(rotate_nodes_id=None) == [
         "rotate_nodes_id is required: a rerun with the same id continues the rotation instead of starting over."]
 
@@ -127,7 +129,7 @@ def test_drain_node_refuses_each_input_naming_its_variable_in_the_order_of_the_c
 
 def test_drain_node_limits_left_out_are_not_checked_and_zero_evictions_or_grace_are_allowed():
     assert drain_node(drain_node_max_evictions=0, drain_node_grace_period=0) == []
-    assert drain_node(drain_node_timeout=None) == ["drain_node_timeout must be 1 or more, got None."]
+    assert drain_node(drain_node_timeout="0s") == ["drain_node_timeout must be 1 or more, got 0s."]
 
 
 def test_a_namespace_entry_that_the_evict_module_would_refuse_is_refused_before_the_cordon():

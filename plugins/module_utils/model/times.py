@@ -43,6 +43,17 @@ def parse_duration(text):
     return sum(int(number) * _UNIT_SECONDS[unit or "s"] for number, unit in _DURATION_PART.findall(str(text)))
 
 
+def duration_seconds(value):
+    """The whole seconds of a duration as a role takes it: a number of seconds (an int, or a float cut), or a text
+    parse_duration reads. Raises ValueError for anything else (a bool is no duration)."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError("not a duration: %r (use 90, 90s, 10m, 1h30m, 7d...)" % (value,))
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip()
+    return int(text) if re.match(r"^-?\d+$", text) else parse_duration(text)
+
+
 def parse_go_duration(text):
     """Seconds in a Go duration of hours, minutes and seconds, as Karpenter writes them ("8h", "1h30m", "90s")."""
     if not _GO_DURATION.match(str(text)):

@@ -18,6 +18,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     rotation_id_error,
     selector_error,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import duration_seconds
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import count_or_percent_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation_inputs import rotation_plan_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.windows import windows_error
@@ -53,6 +54,17 @@ def at_least_error(variables, name, minimum, optional=False):
     return number_error(name, jinja_int(value), minimum, shown=str(value))
 
 
+def duration_error(variables, name, minimum):
+    """Why the duration ``name`` is refused: not a duration (model.times.duration_seconds), or below ``minimum``
+    seconds."""
+    value = variables[name]
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        return "%s must be a duration like 90, 90s, 10m or 1h30m, got %s." % (name, value)
+    return number_error(name, seconds, minimum, shown=str(value))
+
+
 def count_or_percent_variable_error(variables, name):
     """Why ``name`` is not a count or a percent, as max_unavailable_per_owner is; null or empty leaves it out."""
     value = variables[name]
@@ -80,21 +92,21 @@ def rotate_nodes_errors(variables):
     return [
         "rotate_nodes_id is required: a rerun with the same id continues the rotation instead of starting over."
         if no_id else rotation_id_error("rotate_nodes_id", variables["rotate_nodes_id"]),
-        at_least_error(variables, "rotate_nodes_soak_seconds", 0),
-        at_least_error(variables, "rotate_nodes_lease_seconds", 5),
-        *(at_least_error(variables, name, 1) for name in ROTATE_NODES_TIMEOUTS),
+        duration_error(variables, "rotate_nodes_soak_seconds", 0),
+        duration_error(variables, "rotate_nodes_lease_seconds", 5),
+        *(duration_error(variables, name, 1) for name in ROTATE_NODES_TIMEOUTS),
         at_least_error(variables, "rotate_nodes_max_in_flight", 1, optional=True),
         count_or_percent_variable_error(variables, "rotate_nodes_max_unavailable_per_owner"),
         "rotate_nodes_retire_tasks is empty: rotate_nodes_retire=tasks needs the task file to run per node."
         if no_retire_tasks else None,
         count_or_percent_variable_error(variables, "rotate_nodes_canary_size"),
-        at_least_error(variables, "rotate_nodes_canary_soak_seconds", 0),
-        at_least_error(variables, "rotate_nodes_gate_timeout", 0),
-        at_least_error(variables, "rotate_nodes_gate_interval", 1),
+        duration_error(variables, "rotate_nodes_canary_soak_seconds", 0),
+        duration_error(variables, "rotate_nodes_gate_timeout", 0),
+        duration_error(variables, "rotate_nodes_gate_interval", 1),
         gates_error(variables["rotate_nodes_gates"]),
         _named("rotate_nodes_windows", windows_error(variables["rotate_nodes_windows"])),
-        at_least_error(variables, "rotate_nodes_window_poll_seconds", 1),
-        at_least_error(variables, "rotate_nodes_window_batch_seconds", 1),
+        duration_error(variables, "rotate_nodes_window_poll_seconds", 1),
+        duration_error(variables, "rotate_nodes_window_batch_seconds", 1),
         None if no_id or variables["rotate_nodes_rollback"] else rotate_nodes_plan_error(variables),
     ]
 
@@ -119,7 +131,7 @@ def drain_node_errors(variables):
     return [
         "drain_node_nodes and drain_node_node_selector are both empty: name the nodes to drain." if no_nodes else None,
         selector_error("drain_node_node_selector", str(variables["drain_node_node_selector"] or "").strip() or None),
-        at_least_error(variables, "drain_node_timeout", 1),
+        duration_error(variables, "drain_node_timeout", 1),
         *(at_least_error(variables, name, 1, optional=True) for name in DRAIN_NODE_LIMITS),
         *(at_least_error(variables, name, 0, optional=True)
           for name in ("drain_node_max_evictions", "drain_node_grace_period")),
