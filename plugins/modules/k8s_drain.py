@@ -26,7 +26,7 @@ description:
     them through. A refused drain evicts nothing, and the node is made schedulable again if this task cordoned
     it.
   - "Where this module differs from C(kubernetes.core.k8s_drain), it does so on purpose, and never so that a
-    task that passes there fails here:"
+    task that passes there fails here, given the permissions and the Kubernetes version of the notes below:"
   - An eviction that a PodDisruptionBudget refuses (HTTP 429) is asked again as soon as the budget allows it,
     until O(delete_options.wait_timeout) (300 seconds when it is not set), where C(kubernetes.core.k8s_drain)
     fails at the first refusal. At that deadline the task fails naming the pods left and the PDBs that hold
@@ -140,6 +140,8 @@ notes:
     them), the module lists and watches pods and PodDisruptionBudgets, reads the PersistentVolumeClaims of the pods
     that have some, asks who it is (a SelfSubjectReview, allowed to every user by default) and records Events
     (which need not be allowed). docs/rbac.yaml holds these rules.
+  - The SelfSubjectReview that records who cordoned the node needs Kubernetes 1.28 or newer, as
+    M(kubeops.rotation.cordon) does.
 attributes:
   check_mode:
     support: full
