@@ -14,7 +14,8 @@ description:
     C(kubeops.rotation.k8s_drain) - the same options and defaults, the same RV(result) line, the same refusals -
     and carries them out with this collection's engine.
   - O(state=cordon) makes the node unschedulable; O(state=uncordon) makes it schedulable again, whoever cordoned
-    it. Either changes nothing when the node already is so.
+    it. Either changes nothing when the node already is so, but that uncordon removes the C(kubeops.io/) cordon
+    annotations that a cordon of this collection may have left on a node uncordoned by other means.
   - O(state=drain) makes the node unschedulable, then takes its pods off through the Eviction API, so that the
     API server holds every PodDisruptionBudget. Mirror (static) pods stay, as the API server cannot remove them;
     finished pods are deleted.
@@ -150,6 +151,7 @@ attributes:
         and a drain that pods refuse fails as it would.
   diff_mode:
     support: none
+    description: Returns no diff; RV(pods) says where each pod was and what became of it.
 author:
   - kubeops.rotation developers (@kubeops)
 """

@@ -56,7 +56,8 @@ class DrainRequest:
 
 
 def drain_request(name, state, pod_selectors, delete_options):
-    """The DrainRequest of k8s_drain's parameters (``delete_options`` with its defaults filled in)."""
+    """The DrainRequest of k8s_drain's parameters; a suboption of ``delete_options`` left out is kubernetes.core's
+    default."""
     return DrainRequest(name=name, state=state, pod_selector=pod_selector(pod_selectors),
                         options=filter_options(delete_options), settings=eviction_settings(delete_options))
 
