@@ -33,6 +33,8 @@ seealso:
     description: Plans which nodes a rotation cordons, batch by batch.
   - module: kubeops.rotation.lease
     description: The cluster's Lease that O(lease) takes before the first write.
+  - module: kubeops.rotation.k8s_drain
+    description: Cordons, uncordons and drains one node with the options of C(kubernetes.core.k8s_drain).
   - name: kubeops.rotation.drain_node role
     description: Cordon, guarded eviction and a check of what is left, in one role (C(ansible-doc -t role kubeops.rotation.drain_node)).
     link: roles/drain_node/meta/argument_specs.yml

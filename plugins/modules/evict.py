@@ -45,6 +45,8 @@ seealso:
     description: Plans moves that even out the pods, then evicts them through the same guarded engine.
   - module: kubeops.rotation.lease
     description: The cluster's Lease that O(lease) takes before the first eviction and renews while waiting.
+  - module: kubeops.rotation.k8s_drain
+    description: Drains one node through this engine, taking the tasks of C(kubernetes.core.k8s_drain) as written.
   - name: kubeops.rotation.drain_node role
     description: Cordon, guarded eviction and a check of what is left, in one role (C(ansible-doc -t role kubeops.rotation.drain_node)).
     link: roles/drain_node/meta/argument_specs.yml

@@ -22,7 +22,7 @@ COLLECTION = "kubeops.rotation"
 # Modules of other collections that a seealso may name, each with why it is a fair pointer. A module named here
 # must be a real, published FQCN; add it with its reason rather than loosening the check.
 EXTERNAL_MODULES = {
-    # "kubernetes.core.k8s_drain": "the drain of kubernetes.core, which kubeops.rotation.evict replaces",
+    "kubernetes.core.k8s_drain": "the module whose tasks kubeops.rotation.k8s_drain takes with only the name changed",
 }
 # The seealso forms that ansible-doc renders and ansible-test's validate-modules accepts (its seealso_schema).
 # plugin_type "role" is not among them for a module's seealso (ansible-test refuses it), so roles are linked

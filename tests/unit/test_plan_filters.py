@@ -8,6 +8,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters impo
     judge,
     judge_all,
     left_behind,
+    loses_emptydir_data,
     refusal_message,
     refused,
 )
@@ -50,6 +51,26 @@ def test_options_lift_the_refusals():
 def test_daemonset_pods_are_skipped_before_local_storage_is_considered():
     subject = pod(kind="DaemonSet", volumes=[{"name": "t", "emptyDir": {}}])
     assert judge(subject, DEFAULTS).verdict.reason == "daemonset"
+
+
+def test_daemonset_pods_refuse_the_drain_unless_ignored_and_are_never_left_behind():
+    agent = pod("agent", kind="DaemonSet", volumes=[{"name": "t", "emptyDir": {}}])
+    strict = judge(agent, FilterOptions(ignore_daemonsets=False)).verdict
+    assert (strict.action, strict.reason) == ("refuse", "daemonset")
+    assert "ignore_daemonsets: true" in strict.detail
+    assert judge(agent, DEFAULTS).verdict.action == "skip"
+    assert left_behind(judge_all([agent], FilterOptions(ignore_daemonsets=False))) == []
+
+
+def test_pods_removed_with_emptydir_volumes_note_the_data_lost_and_refused_ones_do_not():
+    scratch = [{"name": "scratch", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}]
+    removed = judge(pod(volumes=scratch), FilterOptions(delete_emptydir_data=True))
+    assert removed.notes == ("emptyDir scratch: its data is lost with the pod",)
+    assert loses_emptydir_data(removed.summary())
+    refused_pod = judge(pod(volumes=scratch), DEFAULTS)
+    assert refused_pod.verdict.reason == "local-storage" and refused_pod.notes == ()
+    assert not loses_emptydir_data(judge(pod(volumes=[{"name": "data", "persistentVolumeClaim": {
+        "claimName": "data"}}]), DEFAULTS).summary())
 
 
 def test_namespace_include_and_exclude_lists_skip_with_reason():

@@ -27,7 +27,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering i
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import replace_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import ensure_warm_nodes
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import (
+    Blocked,
+    KubeopsError,
+    Refused,
+    TimedOut,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_cordoned, node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key, pods_of_named_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
@@ -141,8 +146,8 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
     has room (engine.steering). With ``every_pod`` (api.watch.Followed), the steering reads every pod from it;
     with ``held_steering`` (engine.steering.HeldSteering), it takes over the steering of the step before.
 
-    Raises Blocked when pods are refused (nothing evicted) or evictions
-    failed, TimedOut at the deadline; both carry the result.
+    Raises Refused (a Blocked) when pods are refused (nothing evicted), Blocked when evictions
+    failed, TimedOut at the deadline; each carries the result.
     """
     steers = bool(avoid_nodes or keep_zones) and not check_mode
     (pods, node_names), listed = _select(client, selection, steers, every_pod)
@@ -155,7 +160,7 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         entries = [dict(p.summary(), outcome="refused" if p.verdict.action == "refuse" else "not attempted")
                    for p in plans]
         result.update(elapsed_seconds=0.0, pods=entries, summary=summarize_entries(entries))
-        raise Blocked(refusal_message(plans), result)
+        raise Refused(refusal_message(plans), result)
     if check_mode:
         entries = [dict(p.summary(), outcome=_outcome(p), attempts=0, pdbs=[]) for p in plans]
         result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0,

@@ -37,6 +37,11 @@ class Blocked(KubeopsError):
     """The cluster refuses the work as asked (pods that cannot move safely, evictions that failed)."""
 
 
+class Refused(Blocked):
+    """Pods that may not move as asked refused the whole drain before anything was evicted; ``result`` has the
+    verdict on every pod."""
+
+
 class TimedOut(KubeopsError):
     """The deadline passed; ``result`` carries what was done so far."""
 

@@ -46,6 +46,9 @@ class FilterOptions:
     evict_system_critical: bool = False
     namespaces: tuple = ()
     exclude_namespaces: tuple = ()
+    # False makes a DaemonSet pod refuse the drain instead of being left in place, as kubectl drain does
+    # without --ignore-daemonsets (and kubernetes.core's k8s_drain without delete_options.ignore_daemonsets).
+    ignore_daemonsets: bool = True
 
 
 # Options under which only what can never be evicted is skipped: how capacity and moves see pods.
@@ -53,9 +56,15 @@ ANYTHING_MOVABLE = FilterOptions(force=True, delete_emptydir_data=True, respect_
                                  evict_system_critical=True)
 
 
+# The verdicts that take the pod away.
+REMOVING = ("evict", "delete")
+# The note of an emptyDir volume of a pod to be removed.
+EMPTYDIR_LOST = "emptyDir %s: its data is lost with the pod"
+
+
 @dataclass(frozen=True)
 class PodPlan:
-    """A selected pod, the verdict on it, and notes that do not change the verdict (PVCs)."""
+    """A selected pod, the verdict on it, and notes that do not change the verdict (PVCs, emptyDir data lost)."""
 
     pod: dict
     verdict: Verdict
@@ -68,7 +77,7 @@ class PodPlan:
     @property
     def removes(self):
         """Whether the pod is to be evicted or deleted."""
-        return self.verdict.action in ("evict", "delete")
+        return self.verdict.action in REMOVING
 
     def summary(self):
         metadata = self.pod["metadata"]
@@ -102,14 +111,17 @@ def mirror_filter(pod, options):
 
 def daemonset_filter(pod, options):
     owner = controller_of(pod)
-    if owner and owner.get("kind") == "DaemonSet":
-        return Verdict("skip", "daemonset", "owned by DaemonSet %s; it would come back" % owner.get("name"))
-    return None
+    if not owner or owner.get("kind") != "DaemonSet":
+        return None
+    if not options.ignore_daemonsets:
+        return Verdict("refuse", "daemonset", "owned by DaemonSet %s, which would put it back; set "
+                                              "ignore_daemonsets: true to leave it in place" % owner.get("name"))
+    return Verdict("skip", "daemonset", "owned by DaemonSet %s; it would come back" % owner.get("name"))
 
 
 def goes_with_its_node(pod):
     """DaemonSet and static pods are never moved: they run where their node is, and go with it."""
-    return daemonset_filter(pod, None) is not None or mirror_filter(pod, None) is not None
+    return daemonset_filter(pod, FilterOptions()) is not None or mirror_filter(pod, None) is not None
 
 
 def terminal_filter(pod, options):
@@ -148,8 +160,13 @@ def unreplicated_filter(pod, options):
     return None
 
 
+def emptydir_volumes(pod):
+    """Names of the pod's emptyDir volumes: local data that goes when the pod goes."""
+    return [volume["name"] for volume in (pod.get("spec") or {}).get("volumes") or [] if "emptyDir" in volume]
+
+
 def local_storage_filter(pod, options):
-    volumes = [volume["name"] for volume in (pod.get("spec") or {}).get("volumes") or [] if "emptyDir" in volume]
+    volumes = emptydir_volumes(pod)
     if volumes and not options.delete_emptydir_data:
         return Verdict("refuse", "local-storage",
                        "emptyDir %s would be lost; set delete_emptydir_data: true" % ", ".join(volumes))
@@ -181,7 +198,14 @@ def judge(pod, options, claim_zones=None, filters=DEFAULT_FILTERS):
     for claim in claim_names(pod):
         zone = (claim_zones or {}).get("%s/%s" % (pod["metadata"]["namespace"], claim))
         notes.append("uses PVC %s%s" % (claim, " (volume bound to zone %s)" % zone if zone else ""))
+    if verdict.action in REMOVING:
+        notes.extend(EMPTYDIR_LOST % volume for volume in emptydir_volumes(pod))
     return PodPlan(pod=pod, verdict=verdict, notes=tuple(notes))
+
+
+def loses_emptydir_data(entry):
+    """Whether a pod's entry (PodPlan.summary) notes emptyDir data that its removal loses."""
+    return any(note.startswith("emptyDir ") for note in entry.get("notes") or ())
 
 
 def judge_all(pods, options, claim_zones=None, filters=DEFAULT_FILTERS):
