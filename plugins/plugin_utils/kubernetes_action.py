@@ -109,7 +109,7 @@ def progress_label(host, task_name):
     """The few words before a progress line: the role and the step of its task (``rotate_nodes: batch 2/5 move``)
     rather than a task name of a hundred characters, which would push the line off an AWX screen; a task of no
     role, its name cut short. The host leads when it is not localhost (one cluster of several)."""
-    role, _, own = task_name.rpartition(" : ")
+    role, own = task_name.rpartition(" : ")[::2]
     stage = re.match(r"([A-Z][\w ]{0,19}): ", own)
     batch = re.search(r"\bbatch (\d+/\d+)$", own)
     if role and stage:
