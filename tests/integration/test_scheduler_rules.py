@@ -109,5 +109,5 @@ def test_a_pool_whose_pods_ask_for_gpus_and_zone_anti_affinity_rotates_every_pod
     assert evictions_since(cluster, evictions_before) == 12, "each pod evicted once"
     assert watcher.min_ready["trainer"] >= 5, "the PDB (maxUnavailable 1) was crossed"
     after = scenario.zones()
-    assert after == zones_before, (zones_before, after)
+    assert after == zones_before, (zones_before, after, completed.stdout[-5000:])
     assert sorted(after["zonal"]) == ["zone-a", "zone-b"]

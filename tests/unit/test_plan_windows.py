@@ -82,3 +82,9 @@ def test_a_check_run_places_each_batch_in_the_window_it_would_start_in():
     assert waited == ["batch 1/3: waits for the next window, starts about 2026-12-11T22:00:00Z, in "
                       "mon,tue,wed,thu,fri 22:00-04:00 UTC"]
     assert window_schedule([], at("2026-12-11 12:00"), batches, 3600) == []
+
+
+def test_a_batch_due_between_whole_seconds_starts_when_its_window_opens():
+    moment = at("2026-12-11 12:00") + datetime.timedelta(seconds=0.4)
+    lines = window_schedule([{"schedule": "0 13 * * *", "duration": "1h"}], moment, ["batch 1/1"], 60, wait=True)
+    assert lines == ["batch 1/1: waits for the next window, starts about 2026-12-11T13:00:00Z, in 0 13 * * * for 1h UTC"]

@@ -226,15 +226,16 @@ def window_schedule(specs, now, batches, batch_seconds, wait=False):
         return []
     lines, moment = [], now
     for name in batches:
-        state = window_state(specs, moment)
-        if not state["open"]:
-            if state["opens"] is None:
+        is_open = any(window.open_until(moment) is not None for window in windows)
+        if not is_open:
+            opening = [start for start in (window.next_start(moment) for window in windows) if start is not None]
+            if not opening:
                 lines.append("%s: no window opens within a year" % name)
                 break
-            moment = moment + datetime.timedelta(seconds=state["seconds_to_open"])
+            moment = min(opening)
         window = next(window for window in windows if window.open_until(moment) is not None)
         starts = "starts about %s, in %s" % (_iso(moment), window.text())
-        if state["open"]:
+        if is_open:
             lines.append("%s: %s" % (name, starts))
         elif wait:
             lines.append("%s: waits for the next window, %s" % (name, starts))
