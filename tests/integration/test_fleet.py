@@ -41,6 +41,8 @@ def test_a_fleet_goes_canary_first_stops_when_its_gate_trips_and_a_rerun_finishe
         inventory = {"all": {"children": {"clusters": {"hosts": {}}, "kubeops_fleet_canary": {"hosts": {"first": {}}}}}}
         for host, kubeconfig in kubeconfigs.items():
             _small_scenario(kubeconfig, test_id)
+            # By a selector, not by name: a rerun finds none left where the rotation is done.
+            _clients(kubeconfig).patch_node(test_id + "-old", {"metadata": {"labels": {"kubeops.io/pool": test_id}}})
             inventory["all"]["children"]["clusters"]["hosts"][host] = {
                 "kubeops_kubeconfig": kubeconfig, "ansible_connection": "local",
                 "ansible_python_interpreter": sys.executable}
@@ -53,14 +55,16 @@ def test_a_fleet_goes_canary_first_stops_when_its_gate_trips_and_a_rerun_finishe
                   for host, kubeconfig in kubeconfigs.items()}
         fleet_dir = tmp_path / "fleet"
         fleet = {"kubeops_fleet_id": test_id, "kubeops_fleet_wave_size": 2, "kubeops_fleet_report_dir": str(fleet_dir),
-                 "rotate_nodes_warm": False, "rotate_nodes_nodes": [test_id + "-old"],
+                 "rotate_nodes_warm": False, "rotate_nodes_node_selector": "kubeops.io/pool=" + test_id,
                  "rotate_nodes_retire": "delete_node", "rotate_nodes_gate_tasks": str(tmp_path / "tripwire.yml"),
                  "tripwire_dir": str(tripwires)}
 
         stopped = run_collection_playbook("kubeops.rotation.rotate_fleet", fleet, str(tmp_path),
                                           inventory=str(tmp_path / "inventory.yml"))
         assert stopped.returncode != 0, stopped.stdout[-4000:]
-        assert "The fleet %s stopped: first did not finish" % test_id in stopped.stdout, stopped.stdout[-4000:]
+        assert "The fleet %s stopped: first, second, third did not finish" % test_id in stopped.stdout, \
+            stopped.stdout[-4000:]
+        assert "Not started: the fleet stopped before its wave (wave 1: first did not finish" in stopped.stdout
         report = json.loads((fleet_dir / "fleet.json").read_text())
         assert report["waves"] == [["first"], ["second", "third"]]
         assert [(entry["cluster"], entry["outcome"]) for entry in report["clusters"]] == [
