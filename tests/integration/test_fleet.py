@@ -12,7 +12,7 @@ import sys
 import yaml
 from ansible_run import run_collection_playbook
 from conftest import CLUSTER_DIR
-from test_rotate_nodes import _small_scenario
+from test_rotate_nodes import _small_scenario, remove_small_scenario_nodes
 
 sys.path.insert(0, CLUSTER_DIR)
 import cluster as local_cluster  # noqa: E402
@@ -97,4 +97,4 @@ def test_a_fleet_goes_canary_first_stops_when_its_gate_trips_and_a_rerun_finishe
     finally:
         for state_dir in dirs:
             local_cluster.down(state_dir)
-        cluster.core.delete_node(test_id + "-new")
+        remove_small_scenario_nodes(cluster, test_id)
