@@ -51,6 +51,18 @@ def pytest_addoption(parser):
                           "again and again on a control plane that has served a long run")
 
 
+# The files of the longest tests (minutes each) go first: the workers share the rest, instead of one worker running
+# them alone at the end while the other has nothing left.
+LONGEST_FIRST = ("test_soak.py", "test_flaky_network.py")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = os.path.basename(str(item.fspath))
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+    items.sort(key=rank)
+
+
 def pytest_generate_tests(metafunc):
     for spec in metafunc.config.getoption("repeat"):
         name, separator, count = spec.partition("=")

@@ -200,6 +200,22 @@ def protected_scenario(cluster, test_id):
 
 
 @pytest.fixture
+def new_scenario(cluster, test_id):
+    """Makes the test's Scenario, its old nodes created (nodes per zone, batch size); removed after the test."""
+    made = []
+
+    def make(nodes_per_zone, batch_size="2"):
+        cluster.need_provisioner()
+        scenario = Scenario(cluster, test_id, nodes_per_zone, batch_size=batch_size)
+        made.append(scenario)
+        scenario.create_nodes()
+        return scenario
+    yield make
+    for scenario in made:
+        scenario.cleanup()
+
+
+@pytest.fixture
 def protected(cluster, test_id):
     cluster.need_provisioner()
     scenario = protected_scenario(cluster, test_id)
@@ -299,146 +315,125 @@ def test_killed_in_batch_two_and_rerun_still_moves_each_pod_once(cluster, protec
     assert report["batches"], "the rerun rotated what was left"
 
 
-def test_a_do_not_disrupt_duration_moves_by_a_surge_without_an_eviction_or_a_restart(cluster, test_id, tmp_path):
-    cluster.need_provisioner()
-    scenario = Scenario(cluster, test_id, {"zone-a": 2})
-    try:
-        scenario.create_nodes()
-        scenario.add("Deployment", deployment("cache", 2, {}, annotations={DO_NOT_DISRUPT: "30m"}), 2)
-        before = eviction_requests(cluster)
-        with RestartWatcher(scenario) as restarts:
-            completed = scenario.rotate(str(tmp_path))
-        assert completed.returncode == 0, completed.stdout[-6000:]
-        assert sum(eviction_requests(cluster).values()) - sum(before.values()) == 0, "a pod was evicted"
-        assert restarts.restarts() == {"Deployment/cache": 0}
-        assert scenario.ready("cache") == 2 and scenario.remaining_old_nodes() == []
-        assert surge_leftovers(cluster, scenario.namespace) == []
-    finally:
-        scenario.cleanup()
+def test_a_do_not_disrupt_duration_moves_by_a_surge_without_an_eviction_or_a_restart(cluster, new_scenario, tmp_path):
+    scenario = new_scenario({"zone-a": 2})
+    scenario.add("Deployment", deployment("cache", 2, {}, annotations={DO_NOT_DISRUPT: "30m"}), 2)
+    before = eviction_requests(cluster)
+    with RestartWatcher(scenario) as restarts:
+        completed = scenario.rotate(str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-6000:]
+    assert sum(eviction_requests(cluster).values()) - sum(before.values()) == 0, "a pod was evicted"
+    assert restarts.restarts() == {"Deployment/cache": 0}
+    assert scenario.ready("cache") == 2 and scenario.remaining_old_nodes() == []
+    assert surge_leftovers(cluster, scenario.namespace) == []
 
 
 def test_skip_leaves_a_blocked_batch_cordoned_finishes_the_others_and_fails_naming_the_pdb(
-        cluster, test_id, tmp_path):
-    cluster.need_provisioner()
-    scenario = Scenario(cluster, test_id, {"zone-a": 3}, batch_size="1")
-    try:
-        scenario.create_nodes()
-        # A ReplicaSet of its own (no Deployment to restart) under a PDB that never allows: eviction is the
-        # only way, and it waits forever. Its node holds the most pods, so it goes first and two batches follow.
-        stuck = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "stuck"},
-                 "spec": deployment("stuck", 1, {})["spec"]}
-        scenario.add("ReplicaSet", stuck, 1)
-        scenario.add("PodDisruptionBudget", pdb("stuck", {"app": "stuck"}, min_available=1), 0)
-        blocked = scenario.cluster.pods(scenario.namespace, "app=stuck")[0].spec.node_name
-        completed = scenario.rotate(str(tmp_path), {"rotate_nodes_on_blocked": "skip", "rotate_nodes_evict_timeout": 8,
-                                                    "rotate_nodes_most_disruptive": "first"})
-        assert completed.returncode != 0
-        assert "could not be drained and stay cordoned" in completed.stdout
-        assert "PDB %s/stuck" % scenario.namespace in completed.stdout
-        assert scenario.remaining_old_nodes() == [blocked]
-        assert scenario.cluster.core.read_node(blocked).spec.unschedulable
-        report = json.loads((tmp_path / "report.json").read_text())
-        assert [entry["batch"]["nodes"] for entry in report["left"]] == [[blocked]]
-        assert report["left"][0]["batch"]["index"] == 1
-        assert len(report["batches"]) == 2, "the two other batches finished"
-    finally:
-        scenario.cleanup()
+        cluster, new_scenario, tmp_path):
+    scenario = new_scenario({"zone-a": 3}, batch_size="1")
+    # A ReplicaSet of its own (no Deployment to restart) under a PDB that never allows: eviction is the
+    # only way, and it waits forever. Its node holds the most pods, so it goes first and two batches follow.
+    stuck = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "stuck"},
+             "spec": deployment("stuck", 1, {})["spec"]}
+    scenario.add("ReplicaSet", stuck, 1)
+    scenario.add("PodDisruptionBudget", pdb("stuck", {"app": "stuck"}, min_available=1), 0)
+    blocked = scenario.cluster.pods(scenario.namespace, "app=stuck")[0].spec.node_name
+    completed = scenario.rotate(str(tmp_path), {"rotate_nodes_on_blocked": "skip", "rotate_nodes_evict_timeout": 8,
+                                                "rotate_nodes_most_disruptive": "first"})
+    assert completed.returncode != 0
+    assert "could not be drained and stay cordoned" in completed.stdout
+    assert "PDB %s/stuck" % scenario.namespace in completed.stdout
+    assert scenario.remaining_old_nodes() == [blocked]
+    assert scenario.cluster.core.read_node(blocked).spec.unschedulable
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [entry["batch"]["nodes"] for entry in report["left"]] == [[blocked]]
+    assert report["left"][0]["batch"]["index"] == 1
+    assert len(report["batches"]) == 2, "the two other batches finished"
 
 
-def test_a_surge_goes_to_the_warm_room_not_to_the_empty_nodes_of_a_later_batch(cluster, test_id, tmp_path):
+def test_a_surge_goes_to_the_warm_room_not_to_the_empty_nodes_of_a_later_batch(cluster, new_scenario, tmp_path):
     # The warm nodes are full of placeholders and the later batch's nodes are empty: a scheduler asked only not
     # to prefer those nodes takes them rather than preempt a placeholder, and the next batch would then find
     # pods of a workload this rotation has already moved.
-    cluster.need_provisioner()
-    scenario = Scenario(cluster, test_id, {"zone-a": 4})
-    try:
-        scenario.create_nodes()
-        full, empty = sorted(scenario.old_nodes)[:2], sorted(scenario.old_nodes)[2:]
-        for name in empty:
-            cluster.core.patch_node(name, {"spec": {"unschedulable": True}})
-        guard = deployment("guard", 4, {}, annotations={DO_NOT_DISRUPT: "true"})
-        # 4 x 1 cpu: exactly one warm node of 4 cpu, which its placeholders fill.
-        guard["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
-        scenario.add("Deployment", guard, 4)
-        for name in empty:
-            cluster.core.patch_node(name, {"spec": {"unschedulable": False}})
-        with RestartWatcher(scenario) as restarts:
-            completed = scenario.rotate(str(tmp_path), {"rotate_nodes_most_disruptive": "first"})
-        assert completed.returncode == 0, completed.stdout[-6000:]
-        report = json.loads((tmp_path / "report.json").read_text())
-        assert [sorted(batch["nodes"]) for batch in report["batches"]] == [full, empty]
-        assert restarts.restarts() == {"Deployment/guard": 0}
-        assert scenario.ready("guard") == 4 and scenario.remaining_old_nodes() == []
-    finally:
-        scenario.cleanup()
+    scenario = new_scenario({"zone-a": 4})
+    full, empty = sorted(scenario.old_nodes)[:2], sorted(scenario.old_nodes)[2:]
+    for name in empty:
+        cluster.core.patch_node(name, {"spec": {"unschedulable": True}})
+    guard = deployment("guard", 4, {}, annotations={DO_NOT_DISRUPT: "true"})
+    # 4 x 1 cpu: exactly one warm node of 4 cpu, which its placeholders fill.
+    guard["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    scenario.add("Deployment", guard, 4)
+    for name in empty:
+        cluster.core.patch_node(name, {"spec": {"unschedulable": False}})
+    with RestartWatcher(scenario) as restarts:
+        completed = scenario.rotate(str(tmp_path), {"rotate_nodes_most_disruptive": "first"})
+    assert completed.returncode == 0, completed.stdout[-6000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [sorted(batch["nodes"]) for batch in report["batches"]] == [full, empty]
+    assert restarts.restarts() == {"Deployment/guard": 0}
+    assert scenario.ready("guard") == 4 and scenario.remaining_old_nodes() == []
 
 
 def test_a_deployment_of_12_under_max_unavailable_1_surges_exactly_its_pods_on_the_rotated_node(
-        cluster, test_id, tmp_path, make_nodes):
+        cluster, new_scenario, tmp_path, make_nodes):
     # The issue's case: 12 do-not-disrupt replicas under a PDB of maxUnavailable 1 and an HPA pinned at 12, a
     # quarter of them on the one node that rotates. A restart fell to 9 Ready and replaced the 9 that stay.
-    cluster.need_provisioner()
-    scenario = Scenario(cluster, test_id, {"zone-a": 1})
-    try:
-        scenario.create_nodes()
-        # Nodes of the new pool that are there from the start and stay.
-        make_nodes(3, {"kubeops.io/pool": "warm", ZONE: "zone-a"}, CAPACITY, prefix="stay")
-        big = deployment("big", 12, {}, annotations={DO_NOT_DISRUPT: "true"})
-        big["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
-        scenario.add("Deployment", big, 12)
-        scenario.add("PodDisruptionBudget", pdb("big", {"app": "big"}, max_unavailable=1), 0)
-        hpa = tmp_path / "hpa.json"
-        hpa.write_text(json.dumps({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-                                   "metadata": {"name": "big", "namespace": scenario.namespace},
-                                   "spec": {"minReplicas": 12, "maxReplicas": 12, "scaleTargetRef": {
-                                       "apiVersion": "apps/v1", "kind": "Deployment", "name": "big"}}}))
-        cluster.kubectl("apply", "-f", str(hpa))
-        wait_until(lambda: (cluster.policy.read_namespaced_pod_disruption_budget("big", scenario.namespace).status
-                            .disruptions_allowed or 0) == 1, 30, "the PDB to allow one disruption")
-        old = next(iter(scenario.old_nodes))
-        leaving = {pod.metadata.uid for pod in cluster.pods(scenario.namespace, "app=big") if pod.spec.node_name == old}
-        assert leaving, "some of big runs on the node that rotates"
+    scenario = new_scenario({"zone-a": 1})
+    # Nodes of the new pool that are there from the start and stay.
+    make_nodes(3, {"kubeops.io/pool": "warm", ZONE: "zone-a"}, CAPACITY, prefix="stay")
+    big = deployment("big", 12, {}, annotations={DO_NOT_DISRUPT: "true"})
+    big["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    scenario.add("Deployment", big, 12)
+    scenario.add("PodDisruptionBudget", pdb("big", {"app": "big"}, max_unavailable=1), 0)
+    hpa = tmp_path / "hpa.json"
+    hpa.write_text(json.dumps({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                               "metadata": {"name": "big", "namespace": scenario.namespace},
+                               "spec": {"minReplicas": 12, "maxReplicas": 12, "scaleTargetRef": {
+                                   "apiVersion": "apps/v1", "kind": "Deployment", "name": "big"}}}))
+    cluster.kubectl("apply", "-f", str(hpa))
+    wait_until(lambda: (cluster.policy.read_namespaced_pod_disruption_budget("big", scenario.namespace).status
+                        .disruptions_allowed or 0) == 1, 30, "the PDB to allow one disruption")
+    old = next(iter(scenario.old_nodes))
+    leaving = {pod.metadata.uid for pod in cluster.pods(scenario.namespace, "app=big") if pod.spec.node_name == old}
+    assert leaving, "some of big runs on the node that rotates"
 
-        check = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(
-            scenario.rotation, rotate_nodes_report_file=str(tmp_path / "check.json")), str(tmp_path), check=True)
-        assert check.returncode == 0, check.stdout[-6000:]
-        assert "did not do what its plan said" not in check.stdout
-        assert "Deployment %s/big: surge by %d pod(s)" % (scenario.namespace, len(leaving)) in check.stdout
-        checked = json.loads((tmp_path / "check.json").read_text())
-        assert checked["outcome"] == "check" and (tmp_path / "check.md").exists()
+    check = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(
+        scenario.rotation, rotate_nodes_report_file=str(tmp_path / "check.json")), str(tmp_path), check=True)
+    assert check.returncode == 0, check.stdout[-6000:]
+    assert "did not do what its plan said" not in check.stdout
+    assert "Deployment %s/big: surge by %d pod(s)" % (scenario.namespace, len(leaving)) in check.stdout
+    checked = json.loads((tmp_path / "check.json").read_text())
+    assert checked["outcome"] == "check" and (tmp_path / "check.md").exists()
 
-        with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
-            completed = scenario.rotate(str(tmp_path))
-        assert completed.returncode == 0, completed.stdout[-6000:]
-        assert watcher.min_ready["big"] >= 11, "big went below its PDB: %d Ready" % watcher.min_ready["big"]
-        assert restarts.restarts() == {"Deployment/big": 0}
-        now = {pod.metadata.uid for pod in cluster.pods(scenario.namespace, "app=big")}
-        assert leaving.isdisjoint(now), "every pod of the rotated node moved"
-        staying = {uid for uid, (app, node) in watcher.first.items() if app == "big" and node != old}
-        assert staying <= now, "no pod of the nodes that stay moved"
-        assert watcher.churned == {}, "no replacement went away again"
-        assert scenario.ready("big") == 12 and scenario.remaining_old_nodes() == []
-        assert cluster.apps.read_namespaced_deployment("big", scenario.namespace).spec.replicas == 12
-        assert surge_leftovers(cluster, scenario.namespace) == []
-        bounds = json.loads(cluster.kubectl("get", "hpa", "big", "-n", scenario.namespace, "-o", "json").stdout)
-        assert (bounds["spec"]["minReplicas"], bounds["spec"]["maxReplicas"]) == (12, 12)
-        assert not [key for key in bounds["metadata"].get("annotations") or {} if key.startswith("kubeops.io/")]
-        report = json.loads((tmp_path / "report.json").read_text())
-        assert len(report["batches"][0]["replacements_done"]) == len(leaving)
-        print("big: %d of 12 on the rotated node moved, the other %d stayed; fewest Ready %d (PDB wants 11)" % (
-            len(leaving), len(staying), watcher.min_ready["big"]))
-    finally:
-        scenario.cleanup()
+    with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
+        completed = scenario.rotate(str(tmp_path))
+    assert completed.returncode == 0, completed.stdout[-6000:]
+    assert watcher.min_ready["big"] >= 11, "big went below its PDB: %d Ready" % watcher.min_ready["big"]
+    assert restarts.restarts() == {"Deployment/big": 0}
+    now = {pod.metadata.uid for pod in cluster.pods(scenario.namespace, "app=big")}
+    assert leaving.isdisjoint(now), "every pod of the rotated node moved"
+    staying = {uid for uid, (app, node) in watcher.first.items() if app == "big" and node != old}
+    assert staying <= now, "no pod of the nodes that stay moved"
+    assert watcher.churned == {}, "no replacement went away again"
+    assert scenario.ready("big") == 12 and scenario.remaining_old_nodes() == []
+    assert cluster.apps.read_namespaced_deployment("big", scenario.namespace).spec.replicas == 12
+    assert surge_leftovers(cluster, scenario.namespace) == []
+    bounds = json.loads(cluster.kubectl("get", "hpa", "big", "-n", scenario.namespace, "-o", "json").stdout)
+    assert (bounds["spec"]["minReplicas"], bounds["spec"]["maxReplicas"]) == (12, 12)
+    assert not [key for key in bounds["metadata"].get("annotations") or {} if key.startswith("kubeops.io/")]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["batches"][0]["replacements_done"]) == len(leaving)
+    print("big: %d of 12 on the rotated node moved, the other %d stayed; fewest Ready %d (PDB wants 11)" % (
+        len(leaving), len(staying), watcher.min_ready["big"]))
 
 
-def test_a_surge_that_something_else_scales_back_is_undone_and_the_batch_stops_naming_it(cluster, test_id, tmp_path):
+def test_a_surge_that_something_else_scales_back_is_undone_and_the_batch_stops_naming_it(
+        cluster, new_scenario, tmp_path):
     # A GitOps controller that owns spec.replicas sets it back every second: the surge cannot last. It is undone
     # (the pods stay where they are, nothing of the surge is left) and the batch stops, naming who set it.
-    cluster.need_provisioner()
-    scenario = Scenario(cluster, test_id, {"zone-a": 1})
+    scenario = new_scenario({"zone-a": 1})
     stop = threading.Event()
     try:
-        scenario.create_nodes()
         scenario.add("Deployment", deployment("synced", 2, {}, annotations={DO_NOT_DISRUPT: "true"}), 2)
         before = {pod.metadata.uid for pod in cluster.pods(scenario.namespace, "app=synced")}
 
@@ -465,4 +460,3 @@ def test_a_surge_that_something_else_scales_back_is_undone_and_the_batch_stops_n
         assert report["outcome"] == "stopped" and "gitops-sync" in report["stopped"]["reason"]
     finally:
         stop.set()
-        scenario.cleanup()

@@ -1,13 +1,17 @@
 """The way back, on the real control plane: a rotation that keeps its old nodes (rotate_nodes_keep_old_nodes),
-stopped after its second batch and rolled back, has every pod back on the old nodes, each moved once more and no
+stopped after its second batch and rolled back (that rollback killed once a first pod is back, and run again),
+has every pod back on the old nodes, each moved once more and no
 more, no PDB crossed, the new capacity released and the old nodes uncordoned; not rolled back, it retires the old
 nodes only after the gates after its last batch."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
+from ansible_run import run_collection_playbook
 from conftest import wait_until
 from kube import DisruptionWatcher, eviction_requests, evictions_since
 from test_rotation_moves_once import web_scenario
@@ -56,7 +60,19 @@ def test_a_rotation_kept_and_rolled_back_after_its_second_batch_puts_every_pod_b
     assert moved, "batches 1 and 2 moved pods off their nodes"
 
     before = eviction_requests(cluster)
+    on_old = sum(1 for node in pods_by_node(cluster, scenario.namespace).values() if node in old)
+    rollback = dict(scenario.rotation, rotate_nodes_rollback=True, rotate_nodes_report_file=str(tmp_path / "report.json"))
     with DisruptionWatcher(cluster, scenario.namespace) as watcher:
+        # Killed once a first pod came back to an old node, and run again: it goes on from where it was.
+        killed = run_collection_playbook("kubeops.rotation.rotate_nodes", rollback, str(tmp_path), background=True)
+        try:
+            wait_until(lambda: killed.poll() is not None or sum(
+                1 for node in pods_by_node(cluster, scenario.namespace).values() if node in old) > on_old,
+                180, "a first pod back on an old node")
+        finally:
+            if killed.poll() is None:
+                os.killpg(killed.pid, signal.SIGKILL)
+            killed.wait()
         back = scenario.rotate(str(tmp_path), {"rotate_nodes_rollback": True})
     assert back.returncode == 0, back.stdout[-4000:]
     report = json.loads((tmp_path / "report.json").read_text())
