@@ -35,8 +35,10 @@ extends_documentation_fragment:
 seealso:
   - module: kubeops.rotation.cordon
     description: Cordons the nodes first, so that the evicted pods do not come back.
+  - module: kubeops.rotation.replace_pods
+    description: Replaces first the pods that should not be evicted (do-not-disrupt, single replicas, PDBs at zero), as O(replace_first) does in the same call.
   - module: kubeops.rotation.rollout_restart
-    description: Moves the pods that should not be evicted (do-not-disrupt, single replicas, PDBs at zero) by surging first.
+    description: Restarts whole workloads, as C(kubectl rollout restart) does.
   - module: kubeops.rotation.warm_nodes
     description: Brings up room for the evicted pods before they leave.
   - module: kubeops.rotation.rotation_plan
@@ -144,8 +146,8 @@ options:
   respect_do_not_disrupt:
     description:
       - Refuse pods annotated C(karpenter.sh/do-not-disrupt=true) or
-        C(cluster-autoscaler.kubernetes.io/safe-to-evict=false). Move them by
-        M(kubeops.rotation.rollout_restart) instead, as the rotation does.
+        C(cluster-autoscaler.kubernetes.io/safe-to-evict=false). Replace them first instead
+        (O(replace_first), or M(kubeops.rotation.replace_pods)), as the rotation does.
     type: bool
     default: true
   evict_system_critical:
