@@ -76,12 +76,15 @@ def test_a_rotation_kept_and_rolled_back_after_its_second_batch_puts_every_pod_b
         back = scenario.rotate(str(tmp_path), {"rotate_nodes_rollback": True})
     assert back.returncode == 0, back.stdout[-4000:]
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["outcome"] == "rolled back" and sorted(report["way_back"]["kept"]) == kept
+    # The rerun's way back: the rotation's nodes; those it kept may already be given back by the killed run.
+    assert report["outcome"] == "rolled back" and report["way_back"]["nodes"] == old
+    assert set(report["way_back"]["kept"]) <= set(kept)
     now = pods_by_node(cluster, scenario.namespace)
     assert set(now.values()) <= set(old), "every pod back on the old nodes: %s" % now
     assert not set(moved) & set(now), "each pod on a new node moved back"
-    # Each pod on a new node went once: evicted, or replaced first (solo, a single replica under minAvailable 1).
-    assert len(moved) - 1 <= evictions_since(cluster, before) <= len(moved)
+    # Each pod on a new node went once: evicted, or replaced first (solo, a single replica under minAvailable 1, and
+    # any pod whose PDB allowed nothing when the rerun planned, after the kill).
+    assert evictions_since(cluster, before) <= len(moved)
     for watched in (rotating, watcher):
         assert watched.min_ready["web"] >= 5 and watched.min_ready["solo"] >= 1, "a PDB was crossed"
     assert {app: count for app, count in watcher.churned.items() if app} == {}, "a pod moved back twice"
