@@ -165,7 +165,7 @@ options:
         new taint or a changed label no longer lets run there.
       - The labels and taints of the node's life cycle and of this collection
         do not count (C(node.kubernetes.io/), C(node.cloudprovider.kubernetes.io/),
-        C(karpenter.sh/), C(kubeops.io/)): a cordon, a node becoming Ready or a
+        C(karpenter.sh/), C(kubeops.io/)) - a cordon, a node becoming Ready or a
         rebalance pass's own steering taint sends nothing.
     type: list
     elements: str
