@@ -31,7 +31,7 @@ def nodes_needed(pods, template_allocatable, pool_labels):
     are left out, by name; the fit check then says where they can go, if anywhere.
     """
     allocatable = resource_amounts(template_allocatable)
-    resources = RESOURCES + tuple(sorted(resource for resource in allocatable if resource not in RESOURCES))
+    resources = _named([allocatable])
     movable, per_node_daemon, not_for_pool = [], dict.fromkeys(resources, 0.0), []
     source_nodes = {node_of(pod) for pod in pods}
     for pod in pods:

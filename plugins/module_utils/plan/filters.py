@@ -121,7 +121,7 @@ def daemonset_filter(pod, options):
 
 def goes_with_its_node(pod):
     """DaemonSet and static pods are never moved: they run where their node is, and go with it."""
-    return daemonset_filter(pod, FilterOptions()) is not None or mirror_filter(pod, None) is not None
+    return daemonset_filter(pod, ANYTHING_MOVABLE) is not None or mirror_filter(pod, None) is not None
 
 
 def terminal_filter(pod, options):

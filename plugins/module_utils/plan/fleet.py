@@ -35,7 +35,7 @@ def fleet_error(clusters, canary, wave_size, max_failed):
         return "kubeops_fleet_canary names %s, not a cluster of the fleet." % ", ".join(unknown)
     if not clusters:
         return "The fleet has no cluster: kubeops_fleet_clusters names no host of the inventory."
-    if str(wave_size).strip().isdigit() is False or int(str(wave_size).strip()) < 1:
+    if not str(wave_size).strip().isdigit() or int(str(wave_size).strip()) < 1:
         return "kubeops_fleet_wave_size must be 1 or more, got %s." % wave_size
     text = str(max_failed).strip()
     number = text[:-1] if text.endswith("%") else text
