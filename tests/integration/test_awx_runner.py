@@ -42,8 +42,9 @@ APPS = ("web", "api", "worker")
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
-def private_data_dir(base, playbook, extravars, credential):
-    """The private data directory of one AWX job, laid out as AWX lays it out."""
+def private_data_dir(base, playbook, extravars, credential, inventory=None):
+    """The private data directory of one AWX job, laid out as AWX lays it out; ``inventory`` (YAML) in place of
+    localhost alone."""
     for folder in ("env", "inventory", "project"):
         os.makedirs(os.path.join(base, folder))
     with open(os.path.join(base, "env", "extravars"), "w") as handle:
@@ -51,14 +52,19 @@ def private_data_dir(base, playbook, extravars, credential):
     with open(os.path.join(base, "env", "envvars"), "w") as handle:
         yaml.safe_dump(dict(credential, ANSIBLE_COLLECTIONS_PATH=INSTALLED_COLLECTIONS), handle)
     with open(os.path.join(base, "inventory", "hosts"), "w") as handle:
-        handle.write("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+        if inventory is None:
+            handle.write("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+        else:
+            yaml.safe_dump(inventory, handle)
     shutil.copy(os.path.join(PROJECT_PLAYBOOKS, playbook), os.path.join(base, "project", playbook))
     return base
 
 
-def run_job(base, playbook):
-    return ansible_runner.run(
-        private_data_dir=base, playbook=playbook, quiet=True, timeout=900,
+def run_job(base, playbook, run=ansible_runner.run, **options):
+    """One AWX job (``options``: a job's limit, check mode as cmdline, a cancel callback); ``run``
+    ansible_runner.run_async for a job to cancel while it runs."""
+    return run(
+        private_data_dir=base, playbook=playbook, quiet=True, timeout=900, **options,
         # The execution environment's PATH (its ansible-playbook is this venv's); no kubeconfig of the process.
         envvars={"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
                  "KUBECONFIG": os.path.join(base, "no-kubeconfig")})
