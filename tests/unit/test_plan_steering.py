@@ -72,6 +72,14 @@ def test_only_nodes_with_room_are_steered_counting_the_room_the_leaving_pods_fre
     assert with_room(effects, nodes, pods, dict(request, cpu=0.5), leaving=["ns/old-0"]) == {"roomy": "NoSchedule"}
 
 
+def test_a_node_whose_room_a_placeholder_holds_is_steered_since_the_scheduler_would_preempt_it():
+    nodes = [node("warm", cpu="1"), node("busy", cpu="1")]
+    pods = [pod("warm-0", "warm", labels={"kubeops.io/warm-set": "rotation-r1"}, cpu="1"),
+            pod("web-0", "busy", cpu="1")]
+    effects = {"warm": "NoSchedule", "busy": "NoSchedule"}
+    assert with_room(effects, nodes, pods, {"cpu": 0.25, "memory": 0.0, "pods": 1}) == {"warm": "NoSchedule"}
+
+
 def test_other_zones_are_closed_when_the_zone_the_pods_leave_is_warmed_with_room_for_them():
     nodes = [node("old-b", zone="b"), node("warm-b", zone="b", cpu="4"), node("spare-a", zone="a")]
     placeholder = pod("warm-0", "warm-b", labels={"kubeops.io/warm-set": "rotation-r1"}, cpu="100m")

@@ -10,7 +10,7 @@ import json
 import re
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import DO_NOT_DISRUPT, SAFE_TO_EVICT
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import DO_NOT_DISRUPT, SAFE_TO_EVICT, WARM_SET_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -72,6 +72,11 @@ def is_terminal(pod):
 
 def is_terminating(pod):
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def is_placeholder(pod):
+    """A warm node's placeholder: it gives its room up to any pod that moves (it is preempted)."""
+    return WARM_SET_LABEL in ((pod.get("metadata") or {}).get("labels") or {})
 
 
 def is_ready(pod):

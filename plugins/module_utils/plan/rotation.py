@@ -23,7 +23,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
     DO_NOT_DISRUPT,
     HOSTNAME_LABEL,
     NODEPOOL_LABEL,
-    WARM_SET_LABEL,
     ZONE_LABEL,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
@@ -40,6 +39,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
     do_not_disrupt_annotation,
+    is_placeholder,
     is_terminal,
     is_terminating,
     moved_to,
@@ -626,7 +626,7 @@ def abort_reasons(pods, pdbs, abort_if, now):
         for pod in pods:
             metadata = pod.get("metadata") or {}
             if (pod.get("status") or {}).get("phase") != "Pending" or is_terminating(pod) or \
-                    WARM_SET_LABEL in (metadata.get("labels") or {}) or not metadata.get("creationTimestamp"):
+                    is_placeholder(pod) or not metadata.get("creationTimestamp"):
                 continue
             age = (now - parse_time(metadata["creationTimestamp"])).total_seconds()
             if age > seconds:

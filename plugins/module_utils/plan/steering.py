@@ -7,7 +7,7 @@ that evicts (a drain keeping its zones, a restart, a rebalance pass), so it live
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import STEERING_TAINT_KEY, WARM_SET_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import STEERING_TAINT_KEY
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     is_cordoned,
     is_ready,
@@ -16,7 +16,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
     zone_of,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.patches import guarded
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import (
+    is_placeholder,
+    is_terminating,
+    node_of,
+    pod_key,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import free_room, holds, nodes_with_room
 
 
@@ -61,9 +66,10 @@ def steering_while_moving_effects(nodes, avoid_nodes=(), keep_zones_of=()):
 
 def with_room(effects, nodes, pods, request, leaving=()):
     """The ``effects`` of the nodes with room for ``request`` (plan.capacity.smallest_request) once the pods
-    ``leaving`` (pod keys) are gone: a node without it takes none of the pods that move. Pure."""
+    ``leaving`` (pod keys) are gone, a placeholder's room counted as free: a node without it takes none of the pods
+    that move. A node whose room a placeholder holds is steered too, since the scheduler would preempt it. Pure."""
     gone = set(leaving)
-    staying = [pod for pod in pods if pod_key(pod) not in gone]
+    staying = [pod for pod in pods if pod_key(pod) not in gone and not is_placeholder(pod)]
     roomy = nodes_with_room([node for node in nodes if node_name(node) in effects], staying, request)
     return {name: effect for name, effect in effects.items() if name in roomy}
 
@@ -83,7 +89,7 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=(), w
     gone = set(leaving)
     staying, hosts = [], set(warm_hosts)
     for pod in pods:
-        if WARM_SET_LABEL in ((pod.get("metadata") or {}).get("labels") or {}):
+        if is_placeholder(pod):
             hosts.add(node_of(pod))
         elif pod_key(pod) not in gone and not is_terminating(pod):
             staying.append(pod)
