@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
+    closed_zones,
     is_steered,
+    new_node_effect,
     steering_patch,
     steering_while_moving_effects,
     strict_when_warmed,
@@ -106,3 +108,21 @@ def test_other_zones_stay_open_when_the_warmed_zone_lacks_a_resource_the_pods_as
     assert strict_when_warmed(effects, nodes, [placeholder], ["old-b"], needs) == effects
     nodes[1]["status"]["allocatable"]["example.com/gpu"] = "1"
     assert strict_when_warmed(effects, nodes, [placeholder], ["old-b"], needs) == {"spare-a": "NoSchedule"}
+
+
+def test_the_zones_closed_to_the_pods_that_move_are_those_their_steering_gives_an_effect_outside_the_nodes_avoided():
+    nodes = [node("later-a", zone="a"), node("spare-b", zone="b"), node("full-b", zone="b"), node("spare-c", zone="c"),
+             node("no-zone")]
+    effects = {"later-a": "NoSchedule", "spare-b": "PreferNoSchedule", "spare-c": "NoSchedule", "no-zone": "NoSchedule"}
+    assert closed_zones(nodes, effects, ["later-a"]) == {"b": "PreferNoSchedule", "c": "NoSchedule"}
+    assert closed_zones(nodes, {}, ()) == {}
+
+
+def test_a_node_that_comes_up_gets_its_closed_zones_effect_unless_known_cordoned_or_steered_already():
+    closed = {"b": "NoSchedule"}
+    assert new_node_effect(node("new-b", zone="b"), closed, {"old-b"}) == "NoSchedule"
+    assert new_node_effect(node("old-b", zone="b"), closed, {"old-b"}) is None
+    assert new_node_effect(node("new-a", zone="a"), closed, ()) is None
+    assert new_node_effect(node("bare"), closed, ()) is None
+    assert new_node_effect(node("off-b", zone="b", unschedulable=True), closed, ()) is None
+    assert new_node_effect(node("done-b", zone="b", taints=[STEERING]), closed, ()) is None

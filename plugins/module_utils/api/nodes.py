@@ -6,10 +6,17 @@
 
 from __future__ import annotations
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Informer
+
 
 def list_nodes(client, label_selector=None):
     """Every node matching ``label_selector`` (None: every node), as dicts."""
     return client.list_all(client.core.list_node, label_selector=label_selector)
+
+
+def nodes_informer(client):
+    """An Informer of every node."""
+    return Informer(client, client.core.list_node)
 
 
 def delete_node(client, name):

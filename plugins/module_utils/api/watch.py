@@ -167,11 +167,14 @@ class Followed:
     ``deadline`` of its clock), so that the steps of one move read what it holds at any moment instead of listing it
     again each. The list too is taken by the thread, so that the block's first step (warming nodes) need not wait
     for it; the first read does. Should the thread fail (its list or watch refused), a read lists again in the
-    caller's thread, where the error is raised."""
+    caller's thread, where the error is raised. ``on_change(objects, change)``, when given, is called in the thread
+    after the list and with each change it sees (as Informer.wait passes them), so that the block can act on what
+    changes meanwhile."""
 
-    def __init__(self, informer, deadline):
+    def __init__(self, informer, deadline, on_change=None):
         self.informer = informer
         self.deadline = deadline
+        self.on_change = on_change
         self._stopped = threading.Event()
         self._listed = threading.Event()
         self._thread = None
@@ -198,8 +201,8 @@ class Followed:
                 self._listed.set()
             while not self._stopped.is_set() and clock() < self.deadline:
                 opened = clock()
-                self.informer.wait(lambda _objects, _change: self._stopped.is_set(),
-                                   min(self.deadline, opened + FOLLOW_WATCH_SECONDS), ended=lambda _s, _q: True)
+                self.informer.wait(self._seen, min(self.deadline, opened + FOLLOW_WATCH_SECONDS),
+                                   ended=lambda _s, _q: True)
                 if clock() - opened < 1:
                     # A watch that ends at once (a proxy's timeout) is not opened again and again: reads list instead.
                     return
@@ -207,6 +210,11 @@ class Followed:
             # A read lists again instead (snapshot), and meets there what stopped this thread (a refused list, a
             # lost connection, a lost Lease).
             return
+
+    def _seen(self, objects, change):
+        if self.on_change is not None and not self._stopped.is_set():
+            self.on_change(objects, change)
+        return self._stopped.is_set()
 
     def ready(self):
         """Wait until the thread has listed (or failed to); returns self."""

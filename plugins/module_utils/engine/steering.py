@@ -9,14 +9,19 @@ zone a pod leaves."""
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes, nodes_informer
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Followed
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
+    closed_zones,
     is_steered,
+    new_node_effect,
     steering_patch,
     steering_while_moving_effects,
     strict_when_warmed,
@@ -52,6 +57,52 @@ def clear_steering(client, names):
                               if node_name(node) in wanted and is_steered(node)], None)
 
 
+class NewNodeSteering:
+    """While pods move, the nodes that come up in a zone closed to them get that zone's steering taint as they
+    appear (plan.steering.new_node_effect): every node followed by a watch in a thread of its own
+    (api.watch.Followed), from the first ``close`` that closes a zone until ``stop``. ``steered`` holds the nodes it
+    tainted; once stopped, it taints no more."""
+
+    # The longest a thread follows the nodes; ``stop`` ends it sooner, at its next event or watch's end.
+    LONGEST_SECONDS = 6 * 3600
+
+    def __init__(self, client):
+        self.client = client
+        self.closed = {}
+        self.known = set()
+        self.steered = set()
+        self._followed = None
+        self._stopped = False
+        # Held while a node is tainted, so that ``stop`` returns only once ``steered`` is complete.
+        self._lock = threading.Lock()
+
+    def close(self, closed, known):
+        """Close the zones of ``closed`` (zone -> effect, plan.steering.closed_zones) to the nodes that come up from
+        now on, those of ``known`` (node names) aside."""
+        with self._lock:
+            self.closed = dict(closed)
+            self.known |= set(known)
+        if self.closed and self._followed is None and not self._stopped:
+            self._followed = Followed(nodes_informer(self.client), time.monotonic() + self.LONGEST_SECONDS,
+                                      on_change=self._changed).__enter__()
+
+    def _changed(self, objects, change):
+        nodes = objects.values() if change is None or change[1] is None else \
+            [] if change[0] == "DELETED" else [change[1]]
+        with self._lock:
+            for node in list(nodes):
+                effect = None if self._stopped else new_node_effect(node, self.closed, self.known | self.steered)
+                if effect:
+                    steer(self.client, [node], {node_name(node): effect})
+                    self.steered.add(node_name(node))
+
+    def stop(self):
+        with self._lock:
+            self._stopped = True
+        if self._followed is not None:
+            self._followed.stop()
+
+
 class HeldSteering:
     """The steering of the steps of one move (a replacement, then a drain) held from one step to the next: each
     step's steering_while_moving leaves its taints on, so that the next one changes only the nodes it wants
@@ -64,12 +115,14 @@ class HeldSteering:
         # The nodes the move's warm step saw its placeholders run on: a pod list followed by a watch may not
         # have their bindings yet when the next step steers.
         self.warm_hosts = set()
+        self.new_nodes = NewNodeSteering(client)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *_exc):
-        clear_steering(self.client, sorted(self.steered))
+        self.new_nodes.stop()
+        clear_steering(self.client, sorted(self.steered | self.new_nodes.steered))
 
 
 @contextlib.contextmanager
@@ -107,16 +160,22 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
                                      needs, leaving, held.warm_hosts if held is not None else ())
     left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
     steered = sorted(effects)
+    closed = closed_zones(nodes, effects, avoid_nodes)
+    listed_names = [node_name(node) for node in nodes]
     if held is not None:
         # Held from the step before, or left by a killed run: they come off with the new ones going on.
         held.steered.difference_update(left)
         held.steered.update(steered)
         steer(client, nodes, dict(left, **effects))
+        held.new_nodes.close(closed, listed_names)
         yield steered
         return
+    new_nodes = NewNodeSteering(client)
     try:
         # The taints a killed run left come off in the same round of patches as the new ones go on.
         steer(client, nodes, dict(left, **effects))
+        new_nodes.close(closed, listed_names)
         yield steered
     finally:
-        clear_steering(client, steered)
+        new_nodes.stop()
+        clear_steering(client, sorted(set(steered) | new_nodes.steered))

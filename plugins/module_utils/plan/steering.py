@@ -64,6 +64,28 @@ def steering_while_moving_effects(nodes, avoid_nodes=(), keep_zones_of=()):
     return effects
 
 
+def closed_zones(nodes, effects, avoid_nodes=()):
+    """Zone -> the effect the steering ``effects`` give the nodes of the zones the pods that move keep away from
+    (the nodes of ``avoid_nodes`` aside): what a node that comes up there meanwhile must carry too. Pure."""
+    avoided = set(avoid_nodes)
+    closed = {}
+    for node in nodes:
+        effect = effects.get(node_name(node))
+        if effect and zone_of(node) and node_name(node) not in avoided and closed.get(zone_of(node)) != "NoSchedule":
+            closed[zone_of(node)] = effect
+    return closed
+
+
+def new_node_effect(node, closed, known):
+    """The steering effect a node that came up while pods move must carry, or None: one not among ``known`` (the
+    node names the steering listed), in a zone ``closed`` (closed_zones) to them, schedulable, and not steered yet.
+    An autoscaler brings nodes up for any pending pod, and the scheduler likes an empty node best. Pure."""
+    effect = closed.get(zone_of(node))
+    if not effect or node_name(node) in known or is_cordoned(node) or is_steered(node):
+        return None
+    return effect
+
+
 def with_room(effects, nodes, pods, request, leaving=()):
     """The ``effects`` of the nodes with room for ``request`` (plan.capacity.smallest_request) once the pods
     ``leaving`` (pod keys) are gone, a placeholder's room counted as free: a node without it takes none of the pods
