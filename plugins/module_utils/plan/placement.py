@@ -435,15 +435,13 @@ def _spread_key(pod, constraint, eligibility, topology_keys):
             canonical_json(spread_selector(pod, constraint) or {}), eligibility, topology_keys)
 
 
-class Room:
-    """What the nodes have free and who runs there, as pods are placed on them or taken off. Pure.
+class PlacementIndex:
+    """What runs where, kept current as pods and nodes come and go: its own unit because it records and never judges.
 
-    ``nodes`` are the nodes pods may be placed on; ``resident_pods`` are the
-    pods already on them. Nodes may come and go too (``add_node``,
-    ``remove_node``), so that one Room serves a whole plan. What the checks
-    need is indexed as it is first asked for and then kept up to date:
-    requests per pod, pods by label, pods by key, nodes by free cpu, and the
-    counts of each topology spread constraint.
+    What the checks need is indexed as it is first asked for and then kept up
+    to date: requests per pod, pods by key, nodes by free cpu, pods by label
+    and the counts of each topology spread constraint (``by_label``), and
+    the anti-affinity terms of the pods (``holders``).
     """
 
     def __init__(self, nodes, resident_pods):
@@ -456,22 +454,11 @@ class Room:
         # Caches by id(pod) hold the pod too, so that an id is never reused while it is a key.
         self._requests = {}
         self._facts = {}
-        self._accepts = {name: {} for name in self.nodes}
-        self._accepting = {}
-        # Label key (None: any) -> (namespace, value) -> (pods, their node names), two lists rather than a
-        # container per pod; a key is indexed once asked for.
-        self._labelled = {}
         self._located = None
         self._by_free_cpu = None
         self._by_domain = {}
-        self._eligible = {}
-        self._spreads = {}
-        self._watching = {}
-        # The required anti-affinity terms of the pods in the Room, by what they select (selector, namespaces,
-        # topology key) -> [PodTerm, {node name: [pods holding it there]}]; built when first asked for.
-        self._holders = None
-        # (namespace, labels) of a pod -> the keys of _holders whose terms select it.
-        self._held_by = {}
+        self.by_label = PodsByLabel(self)
+        self.holders = AntiAffinityHolders(self)
         # add() without indexes to keep up to date yet, nor caching requests that most pods never need again.
         for pod in resident_pods:
             name = node_of(pod)
@@ -499,31 +486,26 @@ class Room:
             self._file(other, name, -1)
 
     def add_node(self, node):
-        """A node that was not in the Room, empty."""
+        """A node that was not in the index, empty."""
         name = node["metadata"]["name"]
         self.nodes[name] = node
         self.allocatable[name] = resource_amounts((node.get("status") or {}).get("allocatable"))
         self.free[name] = dict(self.allocatable[name])
         self.pods_by_node[name] = []
-        self._accepts[name] = {}
-        self._accepting.clear()
         self._by_domain.clear()
         if self._by_free_cpu is not None:
             bisect.insort(self._by_free_cpu, (-self.free[name]["cpu"], name))
-        for eligible in self._eligible.values():
-            eligible.node_added(node)
+        self.by_label.node_added(node)
 
     def remove_node(self, name):
-        """Takes node ``name`` and its pods out of the Room."""
+        """Takes node ``name`` and its pods out of the index."""
         for pod in self.pods_by_node[name]:
             self._file(pod, name, -1)
-        for eligible in self._eligible.values():
-            eligible.node_removed(name)
+        self.by_label.node_removed(name)
         if self._by_free_cpu is not None:
             del self._by_free_cpu[bisect.bisect_left(self._by_free_cpu, (-self.free[name]["cpu"], name))]
-        for table in (self.nodes, self.allocatable, self.free, self.pods_by_node, self._accepts):
+        for table in (self.nodes, self.allocatable, self.free, self.pods_by_node):
             del table[name]
-        self._accepting.clear()
         self._by_domain.clear()
 
     def _free_changes(self, name, pod, sign):
@@ -540,26 +522,8 @@ class Room:
         ``name``."""
         if self._located is not None:
             self._file_key(pod, name, delta)
-        if self._labelled:
-            self._file_labels(pod, name, delta)
-        if self._holders is not None:
-            self._file_holder(pod, name, delta)
-
-    def _file_holder(self, pod, name, delta):
-        if not ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity"):
-            return  # most pods: no need to work out all their facts to find they hold nothing
-        for term in self._facts_of(pod).anti_terms:
-            key = (canonical_json(term.selector), term.namespaces, term.topology_key)
-            if key not in self._holders:
-                self._holders[key] = [term, {}]
-                self._held_by.clear()
-            places = self._holders[key][1]
-            if delta > 0:
-                places.setdefault(name, []).append(pod)
-            else:
-                places[name] = [other for other in places.get(name, ()) if other is not pod]
-                if not places[name]:
-                    del places[name]
+        self.by_label.file(pod, name, delta)
+        self.holders.file(pod, name, delta)
 
     def _file_key(self, pod, name, delta):
         places = self._located.setdefault(pod_key(pod), {})
@@ -567,7 +531,67 @@ class Room:
         if not places[name]:
             del places[name]
 
-    def _file_labels(self, pod, name, delta):
+    # -- what is where --------------------------------------------------------
+
+    def requests(self, pod):
+        """pod_requests(pod), parsed once per pod."""
+        known = self._requests.get(id(pod))
+        if known is None:
+            known = self._requests[id(pod)] = (pod, pod_requests(pod))
+        return known[1]
+
+    def facts_of(self, pod):
+        """_Facts(pod), worked out once per pod."""
+        known = self._facts.get(id(pod))
+        if known is None:
+            known = self._facts[id(pod)] = (pod, _Facts(pod))
+        return known[1]
+
+    def located(self, keys):
+        """Node name -> how many pods with one of ``keys`` (pod keys) it holds, for the nodes that hold any."""
+        if self._located is None:
+            self._located = {}
+            for name, pods in self.pods_by_node.items():
+                for pod in pods:
+                    self._file_key(pod, name, 1)
+        found = {}
+        for key in keys:
+            for name, count in self._located.get(key, {}).items():
+                found[name] = found.get(name, 0) + count
+        return found
+
+    def by_free_cpu(self):
+        """The names of the nodes, the most free cpu first, then by name, as the index is when the iteration
+        starts; the index must not change while it goes on."""
+        if self._by_free_cpu is None:
+            self._by_free_cpu = sorted((-free["cpu"], name) for name, free in self.free.items())
+        return (name for _cpu, name in self._by_free_cpu)
+
+    def nodes_by_domain(self, topology_key):
+        """Domain (value of the label ``topology_key``) -> the names of its nodes, sorted."""
+        if topology_key not in self._by_domain:
+            by_domain = self._by_domain[topology_key] = {}
+            for name in sorted(self.nodes):
+                domain = node_labels(self.nodes[name]).get(topology_key)
+                if domain is not None:
+                    by_domain.setdefault(domain, []).append(name)
+        return self._by_domain[topology_key]
+
+
+class PodsByLabel:
+    """The pods of a PlacementIndex by label and the spread counts watching them: built a label at a time, as asked."""
+
+    def __init__(self, index):
+        self.index = index
+        # Label key (None: any) -> (namespace, value) -> (pods, their node names), two lists rather than a
+        # container per pod; a key is indexed once asked for.
+        self._labelled = {}
+        self._eligible = {}
+        self._spreads = {}
+        self._watching = {}
+
+    def file(self, pod, name, delta):
+        """One pod more (``delta`` 1) or fewer (-1) on node ``name``, under every label indexed so far."""
         for label in self._labelled:
             self._file_label(label, pod, name, delta)
 
@@ -592,36 +616,13 @@ class Room:
         for spread in self._watching.get((label, bucket), ()):
             spread.pod_changed(labels, name, delta)
 
-    # -- what is where --------------------------------------------------------
+    def node_added(self, node):
+        for eligible in self._eligible.values():
+            eligible.node_added(node)
 
-    def requests(self, pod):
-        """pod_requests(pod), parsed once per pod."""
-        known = self._requests.get(id(pod))
-        if known is None:
-            known = self._requests[id(pod)] = (pod, pod_requests(pod))
-        return known[1]
-
-    def _facts_of(self, pod):
-        known = self._facts.get(id(pod))
-        if known is None:
-            known = self._facts[id(pod)] = (pod, _Facts(pod))
-        return known[1]
-
-    def accepting(self, pod):
-        """The names of the nodes whose labels and taints let ``pod`` run there (node_accepts), in the
-        Room's order, as a read-only mapping (name -> None)."""
-        facts = self._facts_of(pod)
-        names = self._accepting.get(facts.acceptance)
-        if names is None:
-            names = self._accepting[facts.acceptance] = types.MappingProxyType(dict.fromkeys(
-                name for name in self.nodes if self._accepts_on(pod, facts, name)))
-        return names
-
-    def _accepts_on(self, pod, facts, name):
-        known = self._accepts[name]
-        if facts.acceptance not in known:
-            known[facts.acceptance] = node_accepts(pod, self.nodes[name])
-        return known[facts.acceptance]
+    def node_removed(self, name):
+        for eligible in self._eligible.values():
+            eligible.node_removed(name)
 
     def pods_matching(self, namespace, selector):
         """(pod, node name) of the pods of ``namespace`` that ``selector`` selects."""
@@ -629,7 +630,7 @@ class Room:
         if label not in self._labelled:
             # What _file_label does for each pod, at once (nothing watches this label yet).
             index = self._labelled[label] = {}
-            for name, pods in self.pods_by_node.items():
+            for name, pods in self.index.pods_by_node.items():
                 for pod in pods:
                     metadata = pod["metadata"]
                     value = (metadata.get("labels") or {}).get(label) if label is not None else None
@@ -647,95 +648,6 @@ class Room:
         label = index_label(selector)
         return (label[0], (namespace, label[1])) if label else (None, (namespace, None))
 
-    def located(self, keys):
-        """Node name -> how many pods with one of ``keys`` (pod keys) it holds, for the nodes that hold any."""
-        if self._located is None:
-            self._located = {}
-            for name, pods in self.pods_by_node.items():
-                for pod in pods:
-                    self._file_key(pod, name, 1)
-        found = {}
-        for key in keys:
-            for name, count in self._located.get(key, {}).items():
-                found[name] = found.get(name, 0) + count
-        return found
-
-    def by_free_cpu(self):
-        """The names of the nodes, the most free cpu first, then by name, as the Room is when the iteration
-        starts; the Room must not change while it goes on."""
-        if self._by_free_cpu is None:
-            self._by_free_cpu = sorted((-free["cpu"], name) for name, free in self.free.items())
-        return (name for _cpu, name in self._by_free_cpu)
-
-    def nodes_by_domain(self, topology_key):
-        """Domain (value of the label ``topology_key``) -> the names of its nodes, sorted."""
-        if topology_key not in self._by_domain:
-            by_domain = self._by_domain[topology_key] = {}
-            for name in sorted(self.nodes):
-                domain = node_labels(self.nodes[name]).get(topology_key)
-                if domain is not None:
-                    by_domain.setdefault(domain, []).append(name)
-        return self._by_domain[topology_key]
-
-    def domain_counts(self, pod, constraint):
-        """domain_counts(pod, constraint, self.nodes.values(), self.pods_by_node), from counts kept up to date."""
-        spec = pod.get("spec") or {}
-        eligibility = spread_eligibility(constraint, self._facts_of(pod).affinity,
-                                         canonical_json(spec.get("tolerations") or []))
-        key = _spread_key(pod, constraint, eligibility, spread_topology_keys(pod))
-        return dict(self._spread(pod, constraint, key).counts)
-
-    def _spread(self, pod, constraint, key):
-        spread = self._spreads.get(key)
-        if spread is not None:
-            return spread.counts
-        namespace, topology_key, _selector, eligibility, topology_keys = key
-        eligible = self._eligible.get((eligibility, topology_key, topology_keys))
-        if eligible is None:
-            eligible = self._eligible[(eligibility, topology_key, topology_keys)] = _Eligible(
-                pod, constraint, topology_key, self.nodes.values(), topology_keys)
-        selector = spread_selector(pod, constraint)
-        spread = self._spreads[key] = _Spread(selector, eligible,
-                                              [name for _other, name in self.pods_matching(namespace, selector)])
-        eligible.spreads.append(spread)
-        self._watching.setdefault(self._bucket_of(namespace, selector), []).append(spread)
-        return spread.counts
-
-    # -- placing ----------------------------------------------------------------
-
-    def why_not(self, pod, name):
-        """None when ``pod`` may go to node ``name`` now; otherwise the reason it may not."""
-        facts = self._facts_of(pod)
-        if not self._accepts_on(pod, facts, name):
-            return NO_MATCH
-        refusal = self._inter_pod_refusal(self._inter_pod_limits(pod, facts), name)
-        if refusal is not None:
-            return refusal
-        if self._ports_taken(facts, name):
-            return ports_reason(facts.ports)
-        requests = self.requests(pod)
-        if not self._has_room(requests, name):
-            return room_reason(requests)
-        broken = self._broken_spread(self._spread_limits(pod, facts), name)
-        if broken is not None:
-            return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
-        return None
-
-    def _has_room(self, requests, name):
-        """Whether node ``name`` has ``requests`` (a pod's, of every resource) free."""
-        free = self.free[name]
-        for resource, value in requests.items():
-            if free.get(resource, 0.0) + 1e-9 < value:
-                return False
-        return True
-
-    def _ports_taken(self, facts, name):
-        """Whether a pod on node ``name`` takes a host port the pod (``facts``) wants."""
-        return bool(facts.ports) and any(ports_clash(facts.ports, self._facts_of(other).ports)
-                                         for other in self.pods_by_node[name])
-
-    # -- pod affinity and anti-affinity -------------------------------------------
-
     def term_pods(self, term):
         """(pod, node name) of the pods PodTerm ``term`` selects."""
         if term.selector is None:
@@ -749,16 +661,69 @@ class Room:
                 if bucket_value == value for pod, name in zip(pods, names)
                 if selector_matches(term.selector, pod["metadata"].get("labels"))]
 
-    def _domains_of(self, names, key):
-        return {domain for domain in (node_labels(self.nodes[name]).get(key) for name in names) if domain is not None}
+    def domain_counts(self, pod, constraint):
+        """domain_counts(pod, constraint, nodes, pods_by_node) over the index, from counts kept up to date."""
+        spec = pod.get("spec") or {}
+        eligibility = spread_eligibility(constraint, self.index.facts_of(pod).affinity,
+                                         canonical_json(spec.get("tolerations") or []))
+        key = _spread_key(pod, constraint, eligibility, spread_topology_keys(pod))
+        return dict(self.spread_counts(pod, constraint, key).counts)
 
-    def _holding(self, pod, facts):
+    def spread_counts(self, pod, constraint, key):
+        """The DomainCounts of ``constraint`` of ``pod`` (``key``: _spread_key), counted once and then kept."""
+        spread = self._spreads.get(key)
+        if spread is not None:
+            return spread.counts
+        namespace, topology_key, _selector, eligibility, topology_keys = key
+        eligible = self._eligible.get((eligibility, topology_key, topology_keys))
+        if eligible is None:
+            eligible = self._eligible[(eligibility, topology_key, topology_keys)] = _Eligible(
+                pod, constraint, topology_key, self.index.nodes.values(), topology_keys)
+        selector = spread_selector(pod, constraint)
+        spread = self._spreads[key] = _Spread(selector, eligible,
+                                              [name for _other, name in self.pods_matching(namespace, selector)])
+        eligible.spreads.append(spread)
+        self._watching.setdefault(self._bucket_of(namespace, selector), []).append(spread)
+        return spread.counts
+
+
+class AntiAffinityHolders:
+    """The required anti-affinity terms of a PlacementIndex's pods and where they run: built once a pod is checked."""
+
+    def __init__(self, index):
+        self.index = index
+        # The required anti-affinity terms of the pods in the Room, by what they select (selector, namespaces,
+        # topology key) -> [PodTerm, {node name: [pods holding it there]}]; built when first asked for.
+        self._holders = None
+        # (namespace, labels) of a pod -> the keys of _holders whose terms select it.
+        self._held_by = {}
+
+    def file(self, pod, name, delta):
+        """One pod more (``delta`` 1) or fewer (-1) on node ``name``, once the terms are indexed."""
+        if self._holders is None:
+            return
+        if not ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity"):
+            return  # most pods: no need to work out all their facts to find they hold nothing
+        for term in self.index.facts_of(pod).anti_terms:
+            key = (canonical_json(term.selector), term.namespaces, term.topology_key)
+            if key not in self._holders:
+                self._holders[key] = [term, {}]
+                self._held_by.clear()
+            places = self._holders[key][1]
+            if delta > 0:
+                places.setdefault(name, []).append(pod)
+            else:
+                places[name] = [other for other in places.get(name, ()) if other is not pod]
+                if not places[name]:
+                    del places[name]
+
+    def holding(self, pod, facts):
         """The [PodTerm, {node: pods}] of the pods in the Room whose required anti-affinity selects ``pod``."""
         if self._holders is None:
             self._holders = {}
-            for name, pods in self.pods_by_node.items():
+            for name, pods in self.index.pods_by_node.items():
                 for other in pods:
-                    self._file_holder(other, name, 1)
+                    self.file(other, name, 1)
         if not self._holders:
             return []
         keys = self._held_by.get(facts.identity)
@@ -767,20 +732,114 @@ class Room:
                                                     if term_selects(term, pod)]
         return [self._holders[key] for key in keys if self._holders[key][1]]
 
-    def _inter_pod_limits(self, pod, facts):
+
+class FitRules:
+    """Whether a pod may go to a node, as the scheduler's filters decide: it judges the index and never changes it.
+
+    The nodes whose labels and taints accept a pod are cached per node as
+    they are first asked for; the Room tells the rules of nodes that come
+    and go (``node_added``, ``node_removed``).
+    """
+
+    def __init__(self, index):
+        self.index = index
+        self.limits = AffinityAndSpreadLimits(index)
+        self._accepts = {name: {} for name in index.nodes}
+        self._accepting = {}
+
+    def node_added(self, name):
+        self._accepts[name] = {}
+        self._accepting.clear()
+
+    def node_removed(self, name):
+        del self._accepts[name]
+        self._accepting.clear()
+
+    def accepting(self, pod):
+        """The names of the nodes whose labels and taints let ``pod`` run there (node_accepts), in the
+        Room's order, as a read-only mapping (name -> None)."""
+        facts = self.index.facts_of(pod)
+        names = self._accepting.get(facts.acceptance)
+        if names is None:
+            names = self._accepting[facts.acceptance] = types.MappingProxyType(dict.fromkeys(
+                name for name in self.index.nodes if self.accepts_on(pod, facts, name)))
+        return names
+
+    def accepts_on(self, pod, facts, name):
+        """Whether the labels and taints of node ``name`` let the pod (``facts``) run there."""
+        known = self._accepts[name]
+        if facts.acceptance not in known:
+            known[facts.acceptance] = node_accepts(pod, self.index.nodes[name])
+        return known[facts.acceptance]
+
+    def why_not(self, pod, name):
+        """None when ``pod`` may go to node ``name`` now; otherwise the reason it may not."""
+        facts = self.index.facts_of(pod)
+        if not self.accepts_on(pod, facts, name):
+            return NO_MATCH
+        refusal = self.limits.inter_pod_refusal(self.limits.inter_pod_limits(pod, facts), name)
+        if refusal is not None:
+            return refusal
+        if self.ports_taken(facts, name):
+            return ports_reason(facts.ports)
+        requests = self.index.requests(pod)
+        if not self.has_room(requests, name):
+            return room_reason(requests)
+        broken = self.limits.broken_spread(self.limits.spread_limits(pod, facts), name)
+        if broken is not None:
+            return "its topology spread constraint on %s would be broken" % broken.get("topologyKey")
+        return None
+
+    def has_room(self, requests, name):
+        """Whether node ``name`` has ``requests`` (a pod's, of every resource) free."""
+        free = self.index.free[name]
+        for resource, value in requests.items():
+            if free.get(resource, 0.0) + 1e-9 < value:
+                return False
+        return True
+
+    def ports_taken(self, facts, name):
+        """Whether a pod on node ``name`` takes a host port the pod (``facts``) wants."""
+        return bool(facts.ports) and any(ports_clash(facts.ports, self.index.facts_of(other).ports)
+                                         for other in self.index.pods_by_node[name])
+
+    def last_refusal(self, pod, order):
+        """Why a pod that fits nowhere in ``order`` is left out: what the last node whose labels and taints
+        accept it says, as the scheduler reports the most telling reason."""
+        facts = self.index.facts_of(pod)
+        for node in reversed(order):
+            if self.accepts_on(pod, facts, node["metadata"]["name"]):
+                return self.why_not(pod, node["metadata"]["name"])
+        return NO_MATCH
+
+
+class AffinityAndSpreadLimits:
+    """What other pods allow a pod by pod (anti-)affinity and spread: worked out once per fit, then asked per node."""
+
+    def __init__(self, index):
+        self.index = index
+
+    # -- pod affinity and anti-affinity -------------------------------------------
+
+    def _domains_of(self, names, key):
+        return {domain for domain in (node_labels(self.index.nodes[name]).get(key) for name in names)
+                if domain is not None}
+
+    def inter_pod_limits(self, pod, facts):
         """(refusals, held, requirements) of the required pod (anti-)affinity rules for ``pod`` as the Room is
         now. refusals: (key, domains, reason) of its own anti-affinity, a node whose value of the key is among
         the domains is refused; held: key -> domain -> (pod key, reason) of the pods whose anti-affinity keeps it
         out of that domain; requirements: (key, domains, reason) of its affinity, a node must have the key, with
         a value among the domains (None: any)."""
+        index = self.index
         refusals, held, requirements = [], {}, []
         for term in facts.anti_terms:
-            domains = self._domains_of({name for _other, name in self.term_pods(term)}, term.topology_key)
+            domains = self._domains_of({name for _other, name in index.by_label.term_pods(term)}, term.topology_key)
             if domains:
                 refusals.append((term.topology_key, domains, anti_affinity_reason(term)))
-        for term, places in self._holding(pod, facts):
+        for term, places in index.holders.holding(pod, facts):
             for name, holders in places.items():
-                domain = node_labels(self.nodes[name]).get(term.topology_key)
+                domain = node_labels(index.nodes[name]).get(term.topology_key)
                 if domain is None:
                     continue
                 holder = min(holders, key=pod_key)
@@ -790,7 +849,7 @@ class Room:
         terms = facts.affinity_terms
         if terms:
             reason = affinity_reason(terms)
-            selected = [name for other, name in self.term_pods(terms[0])
+            selected = [name for other, name in index.by_label.term_pods(terms[0])
                         if all(term_selects(term, other) for term in terms[1:])]
             allowed = [self._domains_of(selected, term.topology_key) for term in terms]
             if any(allowed):
@@ -801,14 +860,14 @@ class Room:
                 requirements.append((None, (), reason))
         return refusals, held, requirements
 
-    def _inter_pod_refusal(self, limits, name):
-        """The reason of the first of ``limits`` (_inter_pod_limits) that keeps the pod off node ``name``, or None:
+    def inter_pod_refusal(self, limits, name):
+        """The reason of the first of ``limits`` (inter_pod_limits) that keeps the pod off node ``name``, or None:
         its own anti-affinity, then that of the pod with the first key among those that keep it out, then its
         affinity."""
         refusals, held, requirements = limits
         if not refusals and not held and not requirements:
             return None
-        labels = node_labels(self.nodes[name])
+        labels = node_labels(self.index.nodes[name])
         for key, domains, reason in refusals:
             if labels.get(key) in domains:
                 return reason
@@ -821,21 +880,23 @@ class Room:
                 return reason
         return None
 
-    def _spread_limits(self, pod, facts):
+    # -- topology spread -----------------------------------------------------------
+
+    def spread_limits(self, pod, facts):
         """(constraint, topology key, pods per domain, the most a domain may hold for the pod to join it without
         breaking maxSkew) of each DoNotSchedule constraint of the pod. They hold until the Room changes, so
         that a fit works them out once for all the nodes it tries."""
         limits = []
         for hard in facts.spreads:
-            counts = self._spread(pod, hard.constraint, hard.key)
+            counts = self.index.by_label.spread_counts(pod, hard.constraint, hard.key)
             floor = 0 if len(counts.counts) < hard.min_domains else counts.min
             limits.append((hard.constraint, hard.topology_key, counts.counts, floor + hard.max_skew - hard.itself))
         return limits
 
-    def _broken_spread(self, limits, name):
-        """The first constraint of ``limits`` (_spread_limits) that placing the pod on ``name`` would break,
+    def broken_spread(self, limits, name):
+        """The first constraint of ``limits`` (spread_limits) that placing the pod on ``name`` would break,
         or None."""
-        labels = node_labels(self.nodes[name])
+        labels = node_labels(self.index.nodes[name])
         for constraint, topology_key, counts, most in limits:
             domain = labels.get(topology_key)
             # A domain no counted node is in (its nodes lack the key of another constraint, which that one
@@ -844,6 +905,81 @@ class Room:
                 return constraint
         return None
 
+
+class Room:
+    """What the nodes have free and who runs there, as pods are placed on them or taken off. Pure.
+
+    ``nodes`` are the nodes pods may be placed on; ``resident_pods`` are the
+    pods already on them. Nodes may come and go too (``add_node``,
+    ``remove_node``), so that one Room serves a whole plan. What runs where
+    is its PlacementIndex (``index``), what may go where its FitRules
+    (``rules``); the Room places pods by both and answers for both.
+    """
+
+    def __init__(self, nodes, resident_pods):
+        self.index = PlacementIndex(nodes, resident_pods)
+        self.rules = FitRules(self.index)
+
+    # -- the index and the rules, as the planners read them ------------------------
+
+    @property
+    def nodes(self):
+        return self.index.nodes
+
+    @property
+    def allocatable(self):
+        return self.index.allocatable
+
+    @property
+    def free(self):
+        return self.index.free
+
+    @property
+    def pods_by_node(self):
+        return self.index.pods_by_node
+
+    def add(self, pod, name):
+        self.index.add(pod, name)
+
+    def remove(self, pod, name):
+        self.index.remove(pod, name)
+
+    def add_node(self, node):
+        """A node that was not in the Room, empty."""
+        self.index.add_node(node)
+        self.rules.node_added(node["metadata"]["name"])
+
+    def remove_node(self, name):
+        """Takes node ``name`` and its pods out of the Room."""
+        self.index.remove_node(name)
+        self.rules.node_removed(name)
+
+    def requests(self, pod):
+        return self.index.requests(pod)
+
+    def located(self, keys):
+        return self.index.located(keys)
+
+    def by_free_cpu(self):
+        return self.index.by_free_cpu()
+
+    def nodes_by_domain(self, topology_key):
+        return self.index.nodes_by_domain(topology_key)
+
+    def pods_matching(self, namespace, selector):
+        return self.index.by_label.pods_matching(namespace, selector)
+
+    def domain_counts(self, pod, constraint):
+        return self.index.by_label.domain_counts(pod, constraint)
+
+    def accepting(self, pod):
+        return self.rules.accepting(pod)
+
+    def why_not(self, pod, name):
+        return self.rules.why_not(pod, name)
+
+    # -- placing ----------------------------------------------------------------
+
     def place(self, pods, nodes, preference=None, order_group=None):
         """Places ``pods`` on ``nodes`` (of this Room) as ``fit`` does, and keeps them there.
 
@@ -851,12 +987,13 @@ class Room:
         for which ``preference`` orders the nodes alike, so that the order is
         worked out once per group rather than once per pod.
         """
-        ordered = sorted(pods, key=lambda p: (-self.requests(p)["cpu"], -self.requests(p)["memory"], pod_key(p)))
+        requests = self.index.requests
+        ordered = sorted(pods, key=lambda p: (-requests(p)["cpu"], -requests(p)["memory"], pod_key(p)))
         # The smallest request of the pods from each one on: a node with less free than that takes none of
         # them, and nodes only fill up here, so an order of nodes can skip its leading such nodes for good.
         smallest, running = [], {resource: float("inf") for resource in RESOURCES}
         for pod in reversed(ordered):
-            running = {resource: min(running[resource], self.requests(pod)[resource]) for resource in RESOURCES}
+            running = {resource: min(running[resource], requests(pod)[resource]) for resource in RESOURCES}
             smallest.append(running)
         smallest.reverse()
         # One lane for all pods, one per order group, or one per pod.
@@ -878,60 +1015,40 @@ class Room:
                 lane.start += 1
             name = self._first_fit(pod, lane)
             if name is not None:
-                self.add(pod, name)
+                self.index.add(pod, name)
                 placement[pod_key(pod)] = name
             else:
-                unplaced.append({"pod": pod_key(pod), "reason": self._last_refusal(pod, order)})
+                unplaced.append({"pod": pod_key(pod), "reason": self.rules.last_refusal(pod, order)})
         return placement, unplaced
 
     def _takes_none(self, name, smallest):
-        free = self.free[name]
+        free = self.index.free[name]
         return any(free[resource] + 1e-9 < smallest[resource] for resource in RESOURCES)
 
     def _first_fit(self, pod, lane):
         """The name of the first node of ``lane`` from its start on where ``pod`` may go, or None."""
-        facts, requests = self._facts_of(pod), self.requests(pod)
-        limits = inter_pod = None
+        rules, limits = self.rules, self.rules.limits
+        facts, requests = self.index.facts_of(pod), self.index.requests(pod)
+        spread = inter_pod = None
         order, position = lane.order, lane.start
         while position < len(order):
             name = order[position]["metadata"]["name"]
-            if not self._accepts_on(pod, facts, name):
+            if not rules.accepts_on(pod, facts, name):
                 position += 1
                 continue
-            if limits is None:
-                limits = self._spread_limits(pod, facts)
-                inter_pod = self._inter_pod_limits(pod, facts)
-            broken = self._broken_spread(limits, name)
+            if spread is None:
+                spread = limits.spread_limits(pod, facts)
+                inter_pod = limits.inter_pod_limits(pod, facts)
+            broken = limits.broken_spread(spread, name)
             if broken is not None:
                 # The rest of the run of nodes in this node's domain would break the constraint as well.
-                position = self._run_ends(lane, broken.get("topologyKey"))[position]
-            elif self._has_room(requests, name) and self._inter_pod_refusal(inter_pod, name) is None and \
-                    not self._ports_taken(facts, name):
+                position = lane.run_ends(broken.get("topologyKey"), self.index.nodes)[position]
+            elif rules.has_room(requests, name) and limits.inter_pod_refusal(inter_pod, name) is None and \
+                    not rules.ports_taken(facts, name):
                 return name
             else:
                 position += 1
         return None
-
-    def _run_ends(self, lane, topology_key):
-        """For each position of ``lane``, the position just after the run of nodes around it that have the same
-        value of label ``topology_key`` (or none), worked out once per lane and key."""
-        ends = lane.run_ends.get(topology_key)
-        if ends is None:
-            ends = lane.run_ends[topology_key] = list(range(1, len(lane.order) + 1))
-            domains = [node_labels(self.nodes[node["metadata"]["name"]]).get(topology_key) for node in lane.order]
-            for position in range(len(ends) - 2, -1, -1):
-                if domains[position] == domains[position + 1]:
-                    ends[position] = ends[position + 1]
-        return ends
-
-    def _last_refusal(self, pod, order):
-        """Why a pod that fits nowhere in ``order`` is left out: what the last node whose labels and taints
-        accept it says, as the scheduler reports the most telling reason."""
-        facts = self._facts_of(pod)
-        for node in reversed(order):
-            if self._accepts_on(pod, facts, node["metadata"]["name"]):
-                return self.why_not(pod, node["metadata"]["name"])
-        return NO_MATCH
 
 
 def room_reason(requests):
@@ -952,12 +1069,24 @@ def ports_reason(ports):
 
 class _Lane:
     """An order of the nodes that Room.place fits pods in: where fits start (the nodes before ``start`` take
-    none of the pods left), and per topology key the ends of its runs of nodes of one domain (Room._run_ends)."""
+    none of the pods left), and per topology key the ends of its runs of nodes of one domain (``run_ends``)."""
 
     def __init__(self, order):
         self.order = order
         self.start = 0
-        self.run_ends = {}
+        self._run_ends = {}
+
+    def run_ends(self, topology_key, nodes):
+        """For each position of the lane, the position just after the run of nodes around it that have the same
+        value of label ``topology_key`` (or none) on ``nodes`` (name -> node), worked out once per key."""
+        ends = self._run_ends.get(topology_key)
+        if ends is None:
+            ends = self._run_ends[topology_key] = list(range(1, len(self.order) + 1))
+            domains = [node_labels(nodes[node["metadata"]["name"]]).get(topology_key) for node in self.order]
+            for position in range(len(ends) - 2, -1, -1):
+                if domains[position] == domains[position + 1]:
+                    ends[position] = ends[position + 1]
+        return ends
 
 
 def fit(pods, nodes, resident_pods, preference=None, bystanders=()):
