@@ -137,6 +137,7 @@ bench: venv cluster-bin collection checkout-link
 	$(BIN)/python tests/bench/drain_side_by_side.py --json $(CACHE)/bench-drain-side-by-side.json
 	$(BIN)/python tests/bench/drain_side_by_side.py --scenario one-node --json $(CACHE)/bench-drain-one-node.json
 	$(BIN)/python tests/bench/rotation_vs_manual.py --json $(CACHE)/bench-rotation-vs-manual.json
+	$(BIN)/python tests/bench/karpenter_drift.py --json $(CACHE)/bench-karpenter-drift.json
 	$(BIN)/python tests/bench/module_costs.py
 	$(BIN)/python tests/bench/rebalance_vs_descheduler.py
 	# The placement differential at 2,000 scenarios (200 in the tests): every one must agree with kube-scheduler.

@@ -10,7 +10,8 @@ nodes for them, then the NodePool's template change (node-version v1 -> v2) that
   db       a StatefulSet of 3 that repels itself by hostname, PDB maxUnavailable 1
   pinned   a Deployment of 2 whose pods carry karpenter.sh/do-not-disrupt
 
-Every pod requests 1 cpu, so that Karpenter's 4-cpu nodes hold three each. The contenders:
+Every pod requests 1 cpu, so that Karpenter's 4-cpu nodes hold three each. With --finishable, solo and pinned
+are left out: what Karpenter's drift can finish on its own, to compare the time it takes. The contenders:
 
   karpenter (default budget)   Karpenter's drift replaces the nodes itself: its default budget (10% of the nodes)
   karpenter (budget 50%)       the same with a disruption budget of 50% of the nodes
@@ -21,7 +22,8 @@ Every pod requests 1 cpu, so that Karpenter's 4-cpu nodes hold three each. The c
 Measured from the cluster, from the NodePool change on, for each:
 
   drifted gone   seconds until every drifted node is gone, or what was left at --timeout and why (Karpenter's
-                 DisruptionBlocked Events, the pods still on the drifted nodes)
+                 DisruptionBlocked Events, the pods still on the drifted nodes); gone at: how many went, and
+                 the seconds until the last of them went
   min ready      the fewest Ready pods of each workload, against the least its PDB allows
   zero ready     seconds at zero Ready pods, for the single replica
   moved / of     pods deleted against the pods on the drifted nodes at the change
@@ -29,7 +31,7 @@ Measured from the cluster, from the NodePool change on, for each:
                  nodes beyond as many as were drifted, summed over time (sampled every 0.5 s)
   requests       the API server's apiserver_request_total over the run (Events and the /metrics reads aside)
 
-Usage: python tests/bench/karpenter_drift.py [--timeout 300] [--batch-size 2] [--json FILE]
+Usage: python tests/bench/karpenter_drift.py [--timeout 300] [--batch-size 2] [--finishable] [--json FILE]
 Karpenter is built on first use (tests/cluster/karpenter.py: GOTOOLCHAIN=go1.27.3 for that build only).
 """
 
@@ -123,8 +125,9 @@ class NodeSampler:
 class DriftScenario(RotationScenario):
     """One contender's NodePool, namespace and workloads."""
 
-    def __init__(self, kubeconfig, contender, budgets, batch_size):
+    def __init__(self, kubeconfig, contender, budgets, batch_size, apps):
         super().__init__(kubeconfig)
+        self.app_names = apps
         self.custom = k8s_client.CustomObjectsApi(self.api_client)
         self.pool = self.namespace = "drift-" + contender
         self.budgets = budgets
@@ -162,7 +165,9 @@ class DriftScenario(RotationScenario):
             "requiredDuringSchedulingIgnoredDuringExecution": [
                 {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}]}}
         pinned = deployment("pinned", REPLICAS["pinned"], on_pool, annotations={DO_NOT_DISRUPT: "true"})
-        workloads = [web, deployment("api", REPLICAS["api"], on_pool), deployment("solo", 1, on_pool), pinned]
+        workloads = [manifest for manifest in (web, deployment("api", REPLICAS["api"], on_pool),
+                                                deployment("solo", 1, on_pool), pinned)
+                     if manifest["metadata"]["name"] in self.app_names]
         for manifest in workloads + [db]:
             manifest["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
         for manifest in workloads:
@@ -171,9 +176,10 @@ class DriftScenario(RotationScenario):
         budgets = [pdb("web", {"app": "web"}, min_available=5), pdb("api", {"app": "api"}, max_unavailable=1),
                    pdb("solo", {"app": "solo"}, min_available=1), pdb("db", {"app": "db"}, max_unavailable=1)]
         for budget in budgets:
-            self.policy.create_namespaced_pod_disruption_budget(self.namespace, budget)
-        self.wait(lambda: self.ready_count() >= sum(REPLICAS.values()), "Karpenter's nodes and the workloads",
-                  timeout=300)
+            if budget["metadata"]["name"] in self.app_names:
+                self.policy.create_namespaced_pod_disruption_budget(self.namespace, budget)
+        self.wait(lambda: self.ready_count() >= sum(REPLICAS[app] for app in self.app_names),
+                  "Karpenter's nodes and the workloads", timeout=300)
 
     def drift(self):
         """Change the NodePool's template; returns when every NodeClaim of the pool is Drifted."""
@@ -208,7 +214,8 @@ class DriftScenario(RotationScenario):
 
 def run_contender(bench, contender, args):
     name, budgets = CONTENDERS[contender]
-    scenario = DriftScenario(bench.kubeconfig, contender, budgets, args.batch_size)
+    apps = [app for app in REPLICAS if not args.finishable or app not in ("solo", "pinned")]
+    scenario = DriftScenario(bench.kubeconfig, contender, budgets, args.batch_size, apps)
     scenario.setup()
     on_drifted_nodes = None
     with ZeroReadyWatcher(scenario, scenario.namespace) as watcher:
@@ -227,19 +234,27 @@ def run_contender(bench, contender, args):
                 if completed.returncode != 0:
                     outcome = "failed: " + completed.stdout[-600:]
             deadline = started + args.timeout
-            while scenario.left() and time.monotonic() < deadline:
+            gone_at = {}
+            while time.monotonic() < deadline:
+                left = scenario.left()
+                gone_at.update({name: time.monotonic() - started for name in nodes
+                                if name not in left and name not in gone_at})
+                if not left:
+                    break
                 time.sleep(1)
             wall = time.monotonic() - started
-            left = scenario.left()
         after = bench.request_counts()
     result = {
         "contender": name, "outcome": "left %d node(s)" % len(left) if left else outcome,
         "drifted_nodes": len(nodes), "seconds": None if left else round(wall, 1),
+        # Until the last node that went: what a contender that left some nodes took for those it could move.
+        "nodes_gone": len(gone_at), "last_gone_seconds": round(max(gone_at.values()), 1) if gone_at else None,
         "why_left": scenario.why_left(left) if left else [],
-        "min_ready": {app: watcher.min_ready.get(app) for app in REPLICAS},
-        "pdb_crossed": sorted(app for app, least in PDB_MINIMUM.items() if watcher.min_ready.get(app, 0) < least),
-        "zero_ready_seconds": {"solo": watcher.zero("solo")},
-        "moved": sum(1 for app, _node in watcher.deleted.values() if app in REPLICAS),
+        "min_ready": {app: watcher.min_ready.get(app) for app in apps},
+        "pdb_crossed": sorted(app for app, least in PDB_MINIMUM.items()
+                              if app in apps and watcher.min_ready.get(app, 0) < least),
+        "zero_ready_seconds": {"solo": watcher.zero("solo") if "solo" in apps else None},
+        "moved": sum(1 for app, _node in watcher.deleted.values() if app in apps),
         "on_drifted_nodes": on_drifted_nodes,
         "launched": len(sampler.claims - claims_before),
         "extra_node_seconds": round(sampler.extra_node_seconds),
@@ -250,15 +265,16 @@ def run_contender(bench, contender, args):
 
 
 def print_table(results):
-    print("\n%-28s %-16s %8s %-28s %6s %9s %9s %9s %9s" % (
-        "contender", "outcome", "seconds", "min ready (web api solo db)", "zero", "moved/of", "launched",
+    print("\n%-28s %-16s %8s %10s %-28s %6s %9s %9s %9s %9s" % (
+        "contender", "outcome", "seconds", "gone at", "min ready (web api solo db)", "zero", "moved/of", "launched",
         "node-s+", "requests"))
     for result in results:
         ready = result["min_ready"]
-        print("%-28s %-16s %8s %-28s %6s %9s %9d %9d %9d" % (
+        print("%-28s %-16s %8s %10s %-28s %6s %9s %9d %9d %9d" % (
             result["contender"], result["outcome"][:16], fmt(result["seconds"], "8.1f"),
-            " ".join("%s/%d" % (ready.get(app), PDB_MINIMUM[app]) for app in PDB_MINIMUM),
-            result["zero_ready_seconds"]["solo"], "%d/%d" % (result["moved"], result["on_drifted_nodes"]),
+            "%d: %s" % (result["nodes_gone"], fmt(result["last_gone_seconds"], ".0f")),
+            " ".join("%s/%d" % (ready.get(app, "-"), PDB_MINIMUM[app]) for app in PDB_MINIMUM),
+            fmt(result["zero_ready_seconds"]["solo"], "6.1f"), "%d/%d" % (result["moved"], result["on_drifted_nodes"]),
             result["launched"], result["extra_node_seconds"], result["requests"]))
     for result in results:
         for line in result["why_left"]:
@@ -272,6 +288,8 @@ def main(argv=None):
     parser.add_argument("--timeout", type=int, default=300, help="seconds each contender has to remove the nodes")
     parser.add_argument("--batch-size", type=int, default=2, help="the rotation's batch size")
     parser.add_argument("--contenders", default=",".join(CONTENDERS), help="which, in order")
+    parser.add_argument("--finishable", action="store_true",
+                        help="without solo and pinned: the workloads Karpenter's drift can finish")
     parser.add_argument("--json", default=os.path.join(TESTS, os.pardir, ".cache", "bench-karpenter-drift.json"))
     args = parser.parse_args(argv)
     work_dir = tempfile.mkdtemp(prefix="kubeops-drift-")
@@ -287,7 +305,8 @@ def main(argv=None):
         local_cluster.down(cluster_dir)
     print_table(results)
     with open(args.json, "w") as handle:
-        json.dump({"timeout": args.timeout, "batch_size": args.batch_size, "results": results}, handle, indent=2)
+        json.dump({"timeout": args.timeout, "batch_size": args.batch_size, "finishable": args.finishable,
+                   "results": results}, handle, indent=2)
     print("\nresults in %s" % args.json)
 
 
