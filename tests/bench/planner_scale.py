@@ -205,6 +205,7 @@ def measure(node_count, runs, spread_every=3, affinity_every=0):
     )
     from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
         DriftRules,
+        RotationFacts,
         RotationSettings,
         plan_rotation,
     )
@@ -219,8 +220,8 @@ def measure(node_count, runs, spread_every=3, affinity_every=0):
     settings = RotationSettings(candidates=frozenset(node["metadata"]["name"] for node in cluster["nodes"]),
                                 rules=DriftRules(target_kubelet_version="v1.35.0"), rotation_id="bench",
                                 batch_size="10%", template_allocatable=dict(NODE_ALLOCATABLE))
-    result["rotation_s"], result["rotation_cpu_s"], plan = timed(runs, lambda: plan_rotation(
-        cluster["nodes"], cluster["pods"], cluster["pdbs"], cluster["owners"], replicas, settings, NOW))
+    facts = RotationFacts(cluster["nodes"], cluster["pods"], cluster["pdbs"], cluster["owners"], replicas)
+    result["rotation_s"], result["rotation_cpu_s"], plan = timed(runs, lambda: plan_rotation(facts, settings, NOW))
     result["rotation"] = {"batches": len(plan["batches"]), "nodes": len(plan["nodes"]), "fits": plan["fits"],
                           "evict": sum(len(batch["evict"]) for batch in plan["batches"]),
                           "unplaced": sum(len(batch["unplaced"]) for batch in plan["batches"]),

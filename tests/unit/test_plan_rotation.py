@@ -9,6 +9,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
     AbortIf,
     DriftRules,
+    RotationFacts,
     RotationSettings,
     abort_reasons,
     choose_nodes,
@@ -30,6 +31,11 @@ DB = Workload("StatefulSet", "ns", "db")
 OWNERS = {("ns", "web-rs"): "web", ("ns", "solo-rs"): "solo", ("ns", "keep-rs"): "keep"}
 TEMPLATE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}
+
+
+def cluster(nodes, pods, pdbs, replicas, **facts):
+    """The RotationFacts of ``nodes``, ``pods`` and ``pdbs``, whose ReplicaSets OWNERS names."""
+    return RotationFacts(nodes, pods, pdbs, OWNERS, replicas, **facts)
 
 
 def names(chosen):
@@ -185,7 +191,7 @@ def rotation():
 
 def test_plan_warms_nodes_replaces_single_replicas_first_and_reports_what_does_not_fit():
     nodes, pods, replicas, settings = rotation()
-    plan = plan_rotation(nodes, pods, [], OWNERS, replicas, settings, NOW)
+    plan = plan_rotation(cluster(nodes, pods, [], replicas), settings, NOW)
     first, second = plan["batches"]
     assert first["nodes"] == ["old-1"] and second["nodes"] == ["old-2"]
     assert first["replace"] == [replace_entry(SOLO, "single replica", ["ns/solo-x"])]
@@ -195,7 +201,7 @@ def test_plan_warms_nodes_replaces_single_replicas_first_and_reports_what_does_n
                              {"name": "old-2", "zone": "b", "reasons": ["named"]}]
 
     no_warm = dataclasses.replace(settings, template_allocatable=None)
-    tight = plan_rotation(nodes, pods, [], OWNERS, replicas, no_warm, NOW)
+    tight = plan_rotation(cluster(nodes, pods, [], replicas), no_warm, NOW)
     assert tight["fits"] is False
     assert tight["batches"][1]["unplaced"][0]["pod"] == "ns/web-2"
     assert any("DOES NOT FIT" in line for line in tight["summary"])
@@ -203,7 +209,7 @@ def test_plan_warms_nodes_replaces_single_replicas_first_and_reports_what_does_n
 
 def test_plan_summary_opens_with_the_rotation_and_names_each_batch():
     nodes, pods, replicas, settings = rotation()
-    summary = plan_rotation(nodes, pods, [], OWNERS, replicas, settings, NOW)["summary"]
+    summary = plan_rotation(cluster(nodes, pods, [], replicas), settings, NOW)["summary"]
     assert summary[0] == "Rotation r1: 2 node(s) in 2 batch(es)."
     assert summary[1] == ("batch 1/2 (zone a): old-1; replace first 1 pod(s) of 1 workload(s), evict 1 pod(s), "
                           "1 warm node(s) (a 1)")
@@ -219,9 +225,9 @@ def test_a_pod_whose_volume_is_bound_to_a_zone_is_placed_only_there():
                volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}])
     settings = RotationSettings(candidates=frozenset({"old-1"}))
     replicas = {Workload("StatefulSet", "ns", "db"): 3}
-    plan = plan_rotation(nodes, [data], [], OWNERS, replicas, settings, NOW, claim_zones={"ns/data-db-0": "a"})
+    plan = plan_rotation(cluster(nodes, [data], [], replicas, claim_zones={"ns/data-db-0": "a"}), settings, NOW)
     assert plan["batches"][0]["fits"] and plan["batches"][0]["evict"] == ["ns/db-0"]
-    stuck = plan_rotation(nodes[:2], [data], [], OWNERS, replicas, settings, NOW, claim_zones={"ns/data-db-0": "a"})
+    stuck = plan_rotation(cluster(nodes[:2], [data], [], replicas, claim_zones={"ns/data-db-0": "a"}), settings, NOW)
     assert stuck["batches"][0]["unplaced"] == [{"pod": "ns/db-0", "reason": "its volume is bound to zone a: no node "
                                                 "matches its node selector, affinity or tolerations"}]
 
@@ -231,7 +237,7 @@ def test_the_check_of_a_batch_keeps_its_planned_evictions_while_the_last_batch_s
     pods = [pod("web-1", "old-1"), pod("web-2", "old-1")]
     spent = [pdb("web", max_unavailable=1, expected=8)]
     settings = RotationSettings(candidates=frozenset({"old-1"}), planned_evictions=frozenset({"ns/web-1"}))
-    batch = plan_rotation(nodes, pods, spent, OWNERS, {WEB: 8}, settings, NOW)["batches"][0]
+    batch = plan_rotation(cluster(nodes, pods, spent, {WEB: 8}), settings, NOW)["batches"][0]
     assert batch["evict"] == ["ns/web-1"]
     assert [entry["pods"] for entry in batch["replace"]] == [["ns/web-2"]]
 
@@ -259,7 +265,7 @@ def test_the_plan_carries_the_abort_reasons_of_its_snapshot():
     nodes, pods, replicas, settings = rotation()
     pending = pod("stuck", None, phase="Pending", created="2026-12-02T23:00:00Z")
     settings = dataclasses.replace(settings, abort_if=AbortIf(pending_pods_for="30m"))
-    plan = plan_rotation(nodes, pods + [pending], [], OWNERS, replicas, settings, NOW)
+    plan = plan_rotation(cluster(nodes, pods + [pending], [], replicas), settings, NOW)
     assert plan["abort_reasons"] == ["pod ns/stuck has been Pending for 3600 s (abort_if pending_pods_for 30m)"]
 
 
@@ -281,7 +287,7 @@ def three_batches(pool_labels=None):
             pod("solo-1", "old-a2", app="solo", cpu="1"),
             pod("web-1", "old-a1", cpu="1"), pod("web-2", "old-b1", cpu="1")]
     settings = settings_for(nodes, pool_labels=pool_labels or {"pool": "new"}, template_allocatable=dict(TEMPLATE))
-    return plan_rotation(nodes, pods, [], OWNERS, {KEEP: 3, SOLO: 1, WEB: 3}, settings, NOW)
+    return plan_rotation(cluster(nodes, pods, [], {KEEP: 3, SOLO: 1, WEB: 3}), settings, NOW)
 
 
 def replace_entry(workload, reason, pods, method="surge"):
@@ -347,7 +353,7 @@ def test_a_pool_pinned_to_a_zone_warms_only_there_and_warns_that_the_other_zones
 def test_an_evictable_pod_of_a_workload_replaced_elsewhere_is_still_evicted_in_its_own_batch():
     nodes = [node("old-a1", zone="a"), node("old-a2", zone="a"), node("spare", zone="a")]
     pods = [pod("web-1", "old-a1"), pod("web-2", "old-a2", annotations=DO_NOT_DISRUPT)]
-    first, second = plan_rotation(nodes, pods, [], OWNERS, {WEB: 3}, settings_for(nodes), NOW)["batches"]
+    first, second = plan_rotation(cluster(nodes, pods, [], {WEB: 3}), settings_for(nodes), NOW)["batches"]
     assert first["evict"] == ["ns/web-1"] and first["replace"] == []
     assert second["evict"] == [] and second["replace"] == [replace_entry(WEB, "do-not-disrupt", ["ns/web-2"])]
 
@@ -359,7 +365,7 @@ def test_warm_nodes_leave_room_for_the_daemonset_pods_of_the_batchs_own_nodes():
     keep = [pod("keep-%d" % index, name, app="keep", cpu="1600m", annotations=DO_NOT_DISRUPT)
             for index, name in enumerate(("old-a1", "old-a2", "old-b1", "old-b1"))]
     settings = settings_for(nodes, pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
-    first, second, third = plan_rotation(nodes, agents + keep, [], OWNERS, {KEEP: 4}, settings, NOW)["batches"]
+    first, second, third = plan_rotation(cluster(nodes, agents + keep, [], {KEEP: 4}), settings, NOW)["batches"]
     # 1.6 cpu a pod on warm nodes with 3 of their 4 cpu left once the agent runs there: 1 node for old-a1's pod,
     # 1 for old-a2's, 2 for the two of old-b1.
     assert [first["nodes"], second["nodes"], third["nodes"]] == [["old-a1"], ["old-a2"], ["old-b1"]]
@@ -379,18 +385,18 @@ def zones_a_and_b(spare_a_cpu="1"):
 
 def test_each_moved_pod_is_placed_in_its_own_zone_while_it_has_room():
     nodes, pods = zones_a_and_b()
-    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 2}, settings_for(nodes), NOW)
+    plan = plan_rotation(cluster(nodes, pods, [], {WEB: 2}), settings_for(nodes), NOW)
     assert plan["zone_counts"] == {"ns/Deployment/web": {"a": 2}}
     assert plan["zone_counts_planned"] == {"ns/Deployment/web": {"a": 1, "b": 1}}, "spare-a has room for one"
     nodes, pods = zones_a_and_b(spare_a_cpu="2")
-    roomy = plan_rotation(nodes, pods, [], OWNERS, {WEB: 2}, settings_for(nodes), NOW)
+    roomy = plan_rotation(cluster(nodes, pods, [], {WEB: 2}), settings_for(nodes), NOW)
     assert roomy["zone_counts_planned"] == {"ns/Deployment/web": {"a": 2}}
 
 
 def test_zone_counts_of_counts_more_workloads_than_those_that_move():
     nodes, pods = zones_a_and_b()
     db = Workload("StatefulSet", "ns", "db")
-    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 2}, settings_for(nodes, zone_counts_of=(db,)), NOW)
+    plan = plan_rotation(cluster(nodes, pods, [], {WEB: 2}), settings_for(nodes, zone_counts_of=(db,)), NOW)
     assert plan["zone_counts"]["ns/StatefulSet/db"] == {"b": 1}
     assert plan["zone_counts_planned"]["ns/StatefulSet/db"] == {"b": 1}
 
@@ -403,7 +409,7 @@ def no_room_but_on_the_rotation(spare_cpu):
     pods = [pod("keep-1", "old-a1", app="keep", cpu="1", annotations=DO_NOT_DISRUPT),
             pod("keep-2", "old-a2", app="keep", cpu="1", annotations=DO_NOT_DISRUPT),
             pod("web-1", "old-a2", cpu="1")]
-    return plan_rotation(nodes, pods, [], OWNERS, {KEEP: 2, WEB: 3}, settings_for(nodes), NOW)
+    return plan_rotation(cluster(nodes, pods, [], {KEEP: 2, WEB: 3}), settings_for(nodes), NOW)
 
 
 def test_no_moved_pod_is_planned_onto_a_node_of_the_rotation():
@@ -421,7 +427,7 @@ def test_no_moved_pod_is_planned_onto_a_node_of_the_rotation():
 def test_a_node_karpenter_may_not_disrupt_is_rotated_all_the_same_with_a_note():
     nodes = [node("old-1", annotations={"karpenter.sh/do-not-disrupt": "true"}),
              node("old-2", annotations={"karpenter.sh/do-not-disrupt": "false"})]
-    plan = plan_rotation(nodes, [], [], OWNERS, {}, settings_for(nodes), NOW)
+    plan = plan_rotation(cluster(nodes, [], [], {}), settings_for(nodes), NOW)
     note = ("annotated karpenter.sh/do-not-disrupt: true; Karpenter will not disrupt it, this rotation does because "
             "it was selected, moving its pods by replacement first or eviction as planned")
     assert plan["nodes"] == [{"name": "old-1", "zone": None, "reasons": ["selected"], "notes": [note]},
@@ -434,14 +440,14 @@ def test_warm_nodes_are_added_one_at_a_time_while_hostname_anti_affinity_leaves_
     pods = [pod("db-%d" % index, name, app="db", kind="StatefulSet", owner="db", affinity=anti_affinity("db"))
             for index, name in enumerate(("old-a1", "old-a2", "stay-a"))]
     settings = settings_for(nodes, batch_size="2", pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
-    plan = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, settings, NOW)
+    plan = plan_rotation(cluster(nodes, pods, [], {DB: 3}), settings, NOW)
     (batch,) = plan["batches"]
     # Their requests take one 4-cpu node, but no two db pods may share one, nor go to stay-a.
     assert "need 1 node(s)" in batch["warm_computed"]
     assert batch["nodes"] == ["old-a1", "old-a2"] and batch["evict"] == ["ns/db-0", "ns/db-1"]
     assert batch["warm_new"] == {"a": 2} and batch["fits"] and plan["fits"]
-    unwarmed = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, dataclasses.replace(settings, template_allocatable=None),
-                             NOW)
+    no_template = dataclasses.replace(settings, template_allocatable=None)
+    unwarmed = plan_rotation(cluster(nodes, pods, [], {DB: 3}), no_template, NOW)
     assert [entry["reason"] for entry in unwarmed["batches"][0]["unplaced"]] == [
         "its pod anti-affinity on kubernetes.io/hostname leaves no node"] * 2
 
@@ -453,14 +459,14 @@ def test_pods_whose_volumes_are_bound_to_a_zone_are_placed_with_the_batch_and_wa
             for index, name in enumerate(("old-a1", "old-a2", "stay-a"))]
     claims = {"ns/data-db-%d" % index: "a" for index in range(3)}
     settings = settings_for(nodes, batch_size="2", pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
-    (batch,) = plan_rotation(nodes, pods, [], OWNERS, {DB: 3}, settings, NOW, claim_zones=claims)["batches"]
+    (batch,) = plan_rotation(cluster(nodes, pods, [], {DB: 3}, claim_zones=claims), settings, NOW)["batches"]
     assert batch["warm_new"] == {"a": 2} and batch["fits"], "no two db pods share a node, volumes or not"
     # Two 2-cpu pods bound to zone a and one 3-cpu node that stays there: the second does not fit on it too.
     heavy = [pod("data-%d" % index, "old-a1", app="data", cpu="2",
                  volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "d-%d" % index}}]) for index in range(2)]
     small = [node("old-a1", zone="a"), node("stay-a", zone="a", cpu="3")]
-    plan = plan_rotation(small, heavy, [], OWNERS, {}, settings_for(small), NOW,
-                         claim_zones={"ns/d-0": "a", "ns/d-1": "a"})
+    plan = plan_rotation(cluster(small, heavy, [], {}, claim_zones={"ns/d-0": "a", "ns/d-1": "a"}),
+                         settings_for(small), NOW)
     assert len(plan["batches"][0]["unplaced"]) == 1 and plan["fits"] is False
 
 
@@ -468,7 +474,7 @@ def test_the_pods_of_a_zone_the_pool_does_not_serve_are_warmed_for_in_its_first_
     nodes = [node("old-c1", zone="c"), node("stay-a", zone="a", cpu="0")]
     settings = settings_for(nodes, pool_labels={"pool": "new"}, pool_zones=("b", "a"),
                             template_allocatable=dict(TEMPLATE))
-    plan = plan_rotation(nodes, [pod("web-1", "old-c1")], [], OWNERS, {WEB: 3}, settings, NOW)
+    plan = plan_rotation(cluster(nodes, [pod("web-1", "old-c1")], [], {WEB: 3}), settings, NOW)
     assert plan["batches"][0]["warm_new"] == {"a": 1} and plan["fits"]
     assert plan["zone_counts_planned"] == {"ns/Deployment/web": {"a": 1}}
     assert plan["pool_zones"] == ["a", "b"]
@@ -482,15 +488,15 @@ def test_a_pod_whose_volume_is_bound_to_a_zone_the_pool_does_not_serve_and_no_no
                volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}])
     settings = settings_for(nodes, pool_labels={"pool": "new"}, pool_zones=("a", "b"),
                             template_allocatable=dict(TEMPLATE))
-    plan = plan_rotation(nodes, [data], [], OWNERS, {DB: 3}, settings, NOW, claim_zones={"ns/data-db-0": "c"})
+    plan = plan_rotation(cluster(nodes, [data], [], {DB: 3}, claim_zones={"ns/data-db-0": "c"}), settings, NOW)
     (batch,) = plan["batches"]
     assert plan["fits"] is False
     assert [entry["pod"] for entry in batch["unplaced"]] == ["ns/db-0"]
     assert batch["unplaced"][0]["reason"].startswith(
         "its volume is bound to zone c, where the pool provides no node: ")
     assert "c" not in batch["warm_new"] and all(entry["zone"] != "c" for entry in batch["warm_zones"])
-    stay_c = plan_rotation(nodes + [node("stay-c", zone="c")], [data], [], OWNERS, {DB: 3}, settings, NOW,
-                           claim_zones={"ns/data-db-0": "c"})
+    stay_c = plan_rotation(cluster(nodes + [node("stay-c", zone="c")], [data], [], {DB: 3},
+                                   claim_zones={"ns/data-db-0": "c"}), settings, NOW)
     assert stay_c["fits"] and stay_c["zone_counts_planned"] == {"ns/StatefulSet/db": {"c": 1}}
 
 
@@ -498,7 +504,7 @@ def protected_db_plan(budget):
     """One do-not-disrupt pod of StatefulSet db (1 replica) on the rotated node old-a1, under ``budget``."""
     nodes = [node("old-a1", zone="a"), node("stay-a", zone="a")]
     db = pod("db-0", "old-a1", app="db", kind="StatefulSet", owner="db", annotations=DO_NOT_DISRUPT)
-    return plan_rotation(nodes, [db], [budget], OWNERS, {DB: 1}, settings_for(nodes), NOW)
+    return plan_rotation(cluster(nodes, [db], [budget], {DB: 1}), settings_for(nodes), NOW)
 
 
 def test_a_statefulset_pod_is_blocked_under_a_pdb_that_allows_no_disruption_even_with_every_pod_ready():
@@ -529,8 +535,8 @@ def test_move_of_blocks_only_workloads_that_cannot_surge_under_a_pdb_that_never_
 def test_a_recreate_deployment_is_replaced_one_at_a_time_and_an_autoscaled_one_names_its_hpa():
     nodes = [node("old-a1", zone="a"), node("stay-a", zone="a")]
     pods = [pod("keep-1", "old-a1", app="keep", annotations=DO_NOT_DISRUPT), pod("solo-1", "old-a1", app="solo")]
-    plan = plan_rotation(nodes, pods, [], OWNERS, {KEEP: 2, SOLO: 1}, settings_for(nodes), NOW,
-                         one_at_a_time=frozenset({KEEP}), autoscalers={SOLO: "solo-hpa"})
+    plan = plan_rotation(cluster(nodes, pods, [], {KEEP: 2, SOLO: 1}, one_at_a_time=frozenset({KEEP}),
+                                 autoscalers={SOLO: "solo-hpa"}), settings_for(nodes), NOW)
     assert plan["batches"][0]["replace"] == [
         replace_entry(KEEP, "do-not-disrupt", ["ns/keep-1"], method="one_at_a_time"),
         dict(replace_entry(SOLO, "single replica", ["ns/solo-1"]), autoscaler="solo-hpa")]
@@ -542,8 +548,8 @@ def test_a_recreate_deployment_is_replaced_one_at_a_time_and_an_autoscaled_one_n
 
 def test_a_workload_whose_replicas_a_gitops_controller_syncs_is_named_with_what_the_surge_will_do():
     nodes = [node("old-a1", zone="a"), node("stay-a", zone="a")]
-    plan = plan_rotation(nodes, [pod("solo-1", "old-a1", app="solo")], [], OWNERS, {SOLO: 1}, settings_for(nodes),
-                         NOW, gitops={SOLO: ["argocd-controller"]})
+    plan = plan_rotation(cluster(nodes, [pod("solo-1", "old-a1", app="solo")], [], {SOLO: 1},
+                                 gitops={SOLO: ["argocd-controller"]}), settings_for(nodes), NOW)
     assert plan["batches"][0]["replace"][0]["gitops"] == ["argocd-controller"]
     assert plan["summary"][-1].endswith("; its replicas are synced by argocd-controller: pause that sync for the "
                                         "rotation, or the surge is undone and the batch stops")
@@ -553,7 +559,7 @@ def test_a_batch_whose_pods_a_residents_anti_affinity_shuts_out_does_not_fit():
     nodes = [node("old-1", zone="a"), node("other", zone="a")]
     pods = [pod("x-1", "old-1", app="x"), pod("x-2", "old-1", app="x"),
             pod("guard", "other", app="guard", affinity=anti_affinity("x"))]
-    plan = plan_rotation(nodes, pods, [], OWNERS, {Workload("Deployment", "ns", "x"): 2}, settings_for(nodes), NOW)
+    plan = plan_rotation(cluster(nodes, pods, [], {Workload("Deployment", "ns", "x"): 2}), settings_for(nodes), NOW)
     assert plan["fits"] is False
     assert [entry["reason"] for entry in plan["batches"][0]["unplaced"]] == [
         "the pod anti-affinity of ns/guard on kubernetes.io/hostname leaves no node"] * 2
@@ -565,12 +571,12 @@ def test_a_pod_asking_for_a_resource_the_pools_template_lacks_does_not_fit_and_t
     trainer = pod("trainer", "old-1", app="trainer")
     trainer["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
     settings = settings_for(nodes, pool_labels={"pool": "new"}, template_allocatable=dict(TEMPLATE))
-    plan = plan_rotation(nodes, [trainer], [], OWNERS, {}, settings, NOW)
+    plan = plan_rotation(cluster(nodes, [trainer], [], {}), settings, NOW)
     assert plan["fits"] is False
     (entry,) = plan["batches"][0]["unplaced"]
     assert entry["pod"] == "ns/trainer" and "example.com/gpu" in entry["reason"], entry
     gpu_pool = dataclasses.replace(settings, template_allocatable=dict(TEMPLATE, **{"example.com/gpu": "1"}))
-    warmed = plan_rotation(nodes, [trainer], [], OWNERS, {}, gpu_pool, NOW)
+    warmed = plan_rotation(cluster(nodes, [trainer], [], {}), gpu_pool, NOW)
     assert warmed["fits"] and warmed["batches"][0]["warm_new"] == {"a": 1}
 
 
@@ -578,7 +584,7 @@ def test_the_plan_warns_of_the_rules_it_does_not_model_naming_the_pods_that_ask_
     nodes = [node("old-1", zone="a"), node("new-1", zone="a")]
     claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
     pods = [pod("web-%d" % index, "old-1", resourceClaims=claims) for index in range(7)]
-    plan = plan_rotation(nodes, pods, [], OWNERS, {WEB: 7}, settings_for(nodes), NOW)
+    plan = plan_rotation(cluster(nodes, pods, [], {WEB: 7}), settings_for(nodes), NOW)
     (warning,) = plan["warnings"]
     assert warning.startswith("the plan does not model dynamic resource claims, which ns/web-0, "
                               "ns/web-1, ns/web-2, ns/web-3, ns/web-4 and 2 more ask(s) for")
@@ -588,10 +594,10 @@ def test_the_plan_warns_of_the_rules_it_does_not_model_naming_the_pods_that_ask_
 def test_a_canary_batch_of_its_own_size_goes_first_and_a_rerun_of_a_rotation_begun_has_none():
     nodes = [node("old-a%d" % index, zone="a") for index in range(3)] + [node("old-b0", zone="b")]
     settings = settings_for(nodes, batch_size="2", canary_size="1")
-    plan = plan_rotation(nodes, [], [], OWNERS, {}, settings, NOW)
+    plan = plan_rotation(cluster(nodes, [], [], {}), settings, NOW)
     assert [(batch["nodes"], batch.get("canary", False)) for batch in plan["batches"]] == [
         (["old-a0"], True), (["old-a1", "old-a2"], False), (["old-b0"], False)]
     assert plan["summary"][1].startswith("batch 1/3 (zone a, canary): old-a0;")
     nodes[3]["metadata"]["annotations"] = {ROTATION_ID: "r1", ROTATION_PHASE: "planned"}
-    again = plan_rotation(nodes, [], [], OWNERS, {}, settings, NOW)
+    again = plan_rotation(cluster(nodes, [], [], {}), settings, NOW)
     assert [batch["nodes"] for batch in again["batches"]] == [["old-a0", "old-a1"], ["old-a2"], ["old-b0"]]

@@ -7,6 +7,7 @@ import datetime
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
     DriftRules,
+    RotationFacts,
     RotationSettings,
     plan_rotation,
 )
@@ -40,7 +41,8 @@ def plan(nodes, claims, rules=DRIFTED, node_pools=(), batch_size="1", budgets=Fa
     settings = RotationSettings(
         candidates=frozenset(candidates if candidates is not None else (n["metadata"]["name"] for n in nodes)),
         rules=rules, rotation_id="r1", batch_size=batch_size, karpenter_budgets=budgets)
-    return plan_rotation(nodes, [], [], {}, {}, settings, now, node_claims=claims, node_pools=node_pools)
+    facts = RotationFacts(nodes, [], [], {}, {}, node_claims=claims, node_pools=node_pools)
+    return plan_rotation(facts, settings, now)
 
 
 def batch_nodes(result):

@@ -22,7 +22,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import workload_facts
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import planned_retirement
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import plan_rotation, summarize_plan
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
+    RotationFacts,
+    plan_rotation,
+    summarize_plan,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,9 +66,11 @@ def plan_from_cluster(client, request, now=None):
                                    template_allocatable=template, pool_zones=pool_zones)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     workloads = workload_facts(snapshot.deployments, snapshot.stateful_sets, snapshot.hpas)
-    plan = plan_rotation(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, workloads.replicas, settings,
-                         now, snapshot.claim_zones, snapshot.node_claims, snapshot.node_pools,
-                         workloads.one_at_a_time, workloads.autoscalers, workloads.gitops)
+    facts = RotationFacts(snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.owners, workloads.replicas,
+                          claim_zones=snapshot.claim_zones, node_claims=snapshot.node_claims,
+                          node_pools=snapshot.node_pools, one_at_a_time=workloads.one_at_a_time,
+                          autoscalers=workloads.autoscalers, gitops=workloads.gitops)
+    plan = plan_rotation(facts, settings, now)
     if _say_retirement(client, plan, snapshot, request.retire):
         plan["summary"] = summarize_plan(plan)
     return plan

@@ -70,6 +70,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
 
 # Workloads that can replace a pod before it goes (plan.replacement says how).
 REPLACING_KINDS = ("Deployment", "StatefulSet")
+# The methods (move_of) of the pods that leave their node, and so need room elsewhere.
+LEAVING_METHODS = ("evict", "replace")
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,31 @@ class RotationSettings:
     # Pods ("namespace/name") an earlier plan of this rotation evicts: the check of a batch keeps them evicted while
     # their PDB is only spent for now (the last batch's pods not Ready yet); the eviction waits for it.
     planned_evictions: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class RotationFacts:
+    """What a rotation is planned from: the API's JSON of the cluster's objects, and what was read out of them."""
+
+    # The candidate nodes plus every other node of the cluster (RotationSettings.candidates names the candidates).
+    nodes: list
+    pods: list
+    pdbs: list
+    # (namespace, ReplicaSet) -> the name of the Deployment that owns it.
+    replica_set_owners: dict
+    # Each Workload's desired replicas.
+    replicas: dict
+    # "namespace/claim" -> the zone its volume is bound to.
+    claim_zones: dict | None = None
+    # Karpenter's NodeClaims and NodePools, for its drift and its budgets.
+    node_claims: tuple = ()
+    node_pools: tuple = ()
+    # The Workloads that cannot surge besides StatefulSets (Recreate Deployments).
+    one_at_a_time: frozenset = frozenset()
+    # Workload -> the name of its HorizontalPodAutoscaler.
+    autoscalers: dict | None = None
+    # Workload -> the GitOps controllers that manage its replicas.
+    gitops: dict | None = None
 
 
 def version_tuple(text):
@@ -312,19 +339,8 @@ def _warm_node(index, zone, number, pool_labels, free):
     return warm_template("warm-%d-%s%d" % (index, zone + "-" if zone else "", number), labels, free)
 
 
-def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now, claim_zones=None, node_claims=(),
-                  node_pools=(), one_at_a_time=frozenset(), autoscalers=None, gitops=None):
-    """The whole rotation plan. Pure.
-
-    ``nodes`` are the candidate nodes plus every other node of the cluster
-    (``settings.candidates`` names the candidates); ``replicas`` maps each
-    Workload to its desired replicas; ``one_at_a_time`` holds the Workloads
-    that cannot surge besides StatefulSets (Recreate Deployments);
-    ``autoscalers`` maps a Workload to the name of its HorizontalPodAutoscaler;
-    ``gitops`` to the GitOps controllers that manage its replicas;
-    ``claim_zones`` maps "namespace/claim" to the zone its volume is bound to;
-    ``node_claims`` and ``node_pools`` are Karpenter's NodeClaims and
-    NodePools, for its drift and its budgets.
+def plan_rotation(facts, settings, now):
+    """The whole rotation plan of the cluster's ``facts`` (RotationFacts) under ``settings`` (RotationSettings). Pure.
 
     Every pod of a rotated node moves once and no other pod moves: a pod that
     may not simply be evicted is replaced first, in the batch of its node
@@ -335,175 +351,275 @@ def plan_rotation(nodes, pods, pdbs, replica_set_owners, replicas, settings, now
     a pod is left out by anti-affinity or spread), and each pod is placed
     in its own zone first.
     """
-    autoscalers = autoscalers or {}
-    gitops = gitops or {}
-    candidates = [node for node in nodes if node_name(node) in settings.candidates]
+    candidates = [node for node in facts.nodes if node_name(node) in settings.candidates]
     chosen, left_out = choose_nodes(candidates, settings.rules, settings.rotation_id, now, settings.named,
-                                    claims_by_node(node_claims))
-    batch_size, budget_notes, budget_stops = settings.batch_size or 1, [], []
-    if settings.karpenter_budgets:
-        batch_size, budget_notes, budget_stops = budget_batch_size(chosen, nodes, node_pools, batch_size, now)
-    rotating = {node_name(node) for node, _reasons in chosen}
-    zone_by_node = {node_name(node): zone_of(node) for node in nodes}
-    pdb_index = PdbIndex(pdbs)
-    pool_zones = None if settings.pool_zones is None else set(settings.pool_zones)
-    moves = {}
-    for pod in pods:
-        if node_of(pod) in rotating:
-            workload = replacing_workload(pod, replica_set_owners)
-            single_file = workload is not None and (workload.kind == "StatefulSet" or workload in one_at_a_time)
-            moves[pod_key(pod)] = (pod, workload) + move_of(pod, workload, replicas.get(workload),
-                                                            pdb_index.candidates(pod), settings.options, single_file,
-                                                            pod_key(pod) in settings.planned_evictions)
-    pods_per_node = {}
-    for pod, _workload, method, _reason in moves.values():
-        if method != "stays":
-            pods_per_node[node_of(pod)] = pods_per_node.get(node_of(pod), 0) + 1
-    # A canary only where the rotation starts: a rerun of one begun (its nodes marked by it) goes on without.
-    begun = settings.rotation_id and any(recorded_phase(node, settings.rotation_id) for node in candidates)
-    batches = make_batches(chosen, batch_size, pods_per_node, settings.most_disruptive or "last",
-                           None if begun else settings.canary_size)
-    targets = [node for node in nodes if node_name(node) not in rotating and is_schedulable(node)]
-    residents = [pod for pod in pods if node_of(pod) not in rotating and not is_terminal(pod)]
-    pool_labels = settings.pool_labels or {}
-    moving_owners = ({owner_of(pod, replica_set_owners) for pod, _w, method, _r in moves.values()
-                      if method in ("replace", "evict")} - {None}) | set(settings.zone_counts_of)
-    daemons = [pod for pod, _w, _method, reason in moves.values() if reason == "daemonset"]
-    warm_total, warmed = {}, []
-    rotating_nodes = {node_name(node): node for node, _reasons in chosen}
-    # The moves of each node, and where each move is in ``moves``: a batch takes its own without going through
-    # all of them, in the same order.
-    position = {key: index for index, key in enumerate(moves)}
-    moves_on = {}
-    for move in moves.values():
-        moves_on.setdefault(node_of(move[0]), []).append(move)
-    # One Room for the whole plan: the nodes of later batches take no pod, but their pods still count for
-    # topology spread until they move; a batch's nodes leave as it starts.
-    room = Room(targets + list(rotating_nodes.values()), residents + [
-        pod for pod in pods if node_of(pod) in rotating and not is_terminal(pod) and not is_terminating(pod)])
+                                    claims_by_node(facts.node_claims))
+    batch_size, budget_notes, budget_stops = _batch_size(chosen, facts, settings, now)
+    rotating = {node_name(node): node for node, _reasons in chosen}
+    moves = _pod_moves(facts, settings, rotating)
+    batches = _batches(chosen, candidates, moves, batch_size, settings)
+    zone_by_node = {node_name(node): zone_of(node) for node in facts.nodes}
+    placer = _BatchPlacer(facts, settings, rotating, moves, zone_by_node)
     for index, batch in enumerate(batches, start=1):
-        here = sorted((move for name in batch["nodes"] for move in moves_on.get(name, ())),
-                      key=lambda move: position[pod_key(move[0])])
-        movers = [pod for pod, _w, method, _r in here if method in ("evict", "replace")]
-        bound_zones = {}
-        for pod in movers:
-            bound = bound_volume(pod, claim_zones or {})
-            if bound:
-                bound_zones[pod_key(pod)] = bound[1]
-
-        def served(zones):
-            return pool_zones is None or any(zone in pool_zones for zone in zones.split(","))
-
-        warm_new, warm, free_by_zone = {}, [], {}
-        if settings.template_allocatable:
-            # A pod whose volume is in a zone the pool does not serve can only go to a node of that zone that stays.
-            warm_new, warm, batch["warm_computed"], free_by_zone = _warm_for_batch(
-                index, [pod for pod in movers if served(bound_zones.get(pod_key(pod), ""))], daemons,
-                settings.template_allocatable, pool_labels, zone_by_node, pool_zones)
-        source_zone = {pod_key(pod): zone_by_node.get(node_of(pod)) for pod in movers}
-
-        def other_zone_first_last(pod, node):
-            return zone_of(node) != source_zone.get(pod_key(pod))
-
-        def where(pod, nodes):
-            zones = bound_zones.get(pod_key(pod))
-            return [node for node in nodes if in_zones(node, zones)] if zones else nodes
-
-        places = targets + warmed + warm
-        for name in batch["nodes"]:
-            room.remove_node(name)
-        for node in warm:
-            room.add_node(node)
-        placement, unplaced = room.place([p for p in movers if pod_key(p) not in bound_zones], places,
-                                         other_zone_first_last, lambda pod: source_zone.get(pod_key(pod)))
-        by_key = {pod_key(pod): pod for pod in movers}
-        for pod in [p for p in movers if pod_key(p) in bound_zones]:
-            more, left = room.place([pod], where(pod, places), other_zone_first_last)
-            placement.update(more)
-            unplaced.extend(left)
-        if unplaced and settings.template_allocatable:
-            # Requests alone undercount what the scheduler needs: a node more in the pod's zone while that
-            # places a pod that required anti-affinity or spread left out.
-            still = []
-            for entry in unplaced:
-                pod = by_key[entry["pod"]]
-                bound = bound_zones.get(entry["pod"])
-                if bound and not served(bound):
-                    still.append(entry)
-                    continue
-                zone = next((zone for zone in bound.split(",") if served(zone)), None) if bound else \
-                    warm_zone(source_zone.get(entry["pod"]), pool_labels, pool_zones)
-                if zone not in free_by_zone:
-                    free_by_zone[zone] = _warm_for_batch(index, [pod], daemons, settings.template_allocatable,
-                                                         pool_labels, zone_by_node, pool_zones)[3].get(zone)
-                extra = _warm_node(index, zone, warm_new.get(zone, 0), pool_labels, free_by_zone[zone] or {})
-                room.add_node(extra)
-                more, left = room.place([pod], where(pod, places + [extra]), other_zone_first_last)
-                if more and more[entry["pod"]] == node_name(extra):
-                    warm.append(extra)
-                    places.append(extra)
-                    warm_new[zone] = warm_new.get(zone, 0) + 1
-                else:
-                    room.remove_node(node_name(extra))
-                    # Why not even a node of the pool's own: what the pool would have to change.
-                    still.extend(left)
-                placement.update(more)
-            unplaced = still
-        unplaced = [dict(entry, reason="its volume is bound to zone %s%s: %s" % (
-            bound_zones[entry["pod"]], "" if served(bound_zones[entry["pod"]]) else ", where the pool provides no node",
-            entry["reason"])) if entry["pod"] in bound_zones else entry for entry in unplaced]
-        for zone, count in warm_new.items():
-            warm_total[zone] = warm_total.get(zone, 0) + count
-        replace = {}
-        for pod, workload, method, reason in here:
-            if method != "replace":
-                continue
-            entry = replace.setdefault(workload, dict(
-                workload.target(), reason=reason, pods=[],
-                method=ONE_AT_A_TIME if workload.kind == "StatefulSet" or workload in one_at_a_time else SURGE,
-                **dict({"autoscaler": autoscalers[workload]} if workload in autoscalers else {},
-                       **({"gitops": gitops[workload]} if workload in gitops else {}))))
-            entry["pods"].append(pod_key(pod))
-        batch.update(
-            index=index,
-            replace=[replace[key] for key in sorted(replace)],
-            evict=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "evict"),
-            evict_by_workload=_counted(workload.label if workload else "bare pods"
-                                       for _pod, workload, method, _r in here if method == "evict"),
-            blocked=sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in here
-                            if method == "blocked"), key=lambda entry: entry["pod"]),
-            stays=sorted(pod_key(pod) for pod, _w, method, _r in here if method == "stays"),
-            warm_nodes=sum(warm_new.values()),
-            warm_new={zone or "-": count for zone, count in warm_new.items() if count},
-            warm_zones=[{"zone": zone or None, "count": warm_total[zone]} for zone in sorted(warm_total)],
-            fits=not unplaced,
-            unplaced=unplaced,
-        )
-        # The next batch sees this one's pods where they were placed (in the Room already), and its warm nodes.
-        warmed = warmed + warm
-        residents.extend(moved_to(pod, placement[pod_key(pod)]) for pod in movers if pod_key(pod) in placement)
-    placed_zones = {node_name(node): zone_of(node) for node in targets + warmed}
+        placer.place(index, batch)
+    moving_owners = _moving_owners(moves, facts.replica_set_owners, settings.zone_counts_of)
+    pool_labels, pool_zones = settings.pool_labels or {}, _pool_zones(settings)
     plan = {
         "rotation_id": settings.rotation_id,
-        "nodes": [dict({"name": node_name(node), "zone": zone_of(node), "reasons": reasons},
-                       **({"notes": [protected_node_note(node)]} if protected_node_note(node) else {}))
-                  for node, reasons in chosen],
+        "nodes": [_node_entry(node, reasons) for node, reasons in chosen],
         "left_out": left_out,
         "batches": batches,
         "fits": all(batch["fits"] for batch in batches),
         "safe": not any(batch["blocked"] for batch in batches),
-        "abort_reasons": abort_reasons(pods, pdbs, settings.abort_if, now) + budget_stops,
-        "zone_counts": zone_counts(pods, moving_owners, zone_by_node, replica_set_owners),
-        "zone_counts_planned": zone_counts(residents, moving_owners, dict(zone_by_node, **placed_zones),
-                                           replica_set_owners),
+        "abort_reasons": abort_reasons(facts.pods, facts.pdbs, settings.abort_if, now) + budget_stops,
+        "zone_counts": zone_counts(facts.pods, moving_owners, zone_by_node, facts.replica_set_owners),
+        "zone_counts_planned": placer.zone_counts_planned(moving_owners),
         "warnings": zone_warnings(chosen, pool_labels, pool_zones) + unmodelled_warnings(
-            pod for pod, _w, method, _r in moves.values() if method in ("evict", "replace")),
+            pod for pod, _w, method, _r in moves.values() if method in LEAVING_METHODS),
         "budgets": budget_notes,
         "pool_zones": None if pool_zones is None else sorted(pool_zones),
-        "way_back": way_back(nodes, settings.rotation_id, pool_labels) if settings.rotation_id else None,
+        "way_back": way_back(facts.nodes, settings.rotation_id, pool_labels) if settings.rotation_id else None,
     }
     plan["summary"] = summarize_plan(plan)
     return plan
+
+
+def _pool_zones(settings):
+    """The set of zones the pool brings nodes up in, or None: any."""
+    return None if settings.pool_zones is None else set(settings.pool_zones)
+
+
+def _batch_size(chosen, facts, settings, now):
+    """(batch size, budget notes, reasons to stop): ``settings.batch_size``, cut to the NodePools' budgets if asked."""
+    if settings.karpenter_budgets:
+        return budget_batch_size(chosen, facts.nodes, facts.node_pools, settings.batch_size or 1, now)
+    return settings.batch_size or 1, [], []
+
+
+def _cannot_surge(workload, one_at_a_time):
+    """Whether ``workload`` loses its pods one at a time rather than surging: a StatefulSet, or in ``one_at_a_time``."""
+    return workload is not None and (workload.kind == "StatefulSet" or workload in one_at_a_time)
+
+
+def _pod_moves(facts, settings, rotating):
+    """Pod key -> (pod, replacing Workload or None, method, reason) of each pod on a ``rotating`` node (move_of)."""
+    pdb_index = PdbIndex(facts.pdbs)
+    moves = {}
+    for pod in facts.pods:
+        if node_of(pod) in rotating:
+            workload = replacing_workload(pod, facts.replica_set_owners)
+            moves[pod_key(pod)] = (pod, workload) + move_of(
+                pod, workload, facts.replicas.get(workload), pdb_index.candidates(pod), settings.options,
+                _cannot_surge(workload, facts.one_at_a_time), pod_key(pod) in settings.planned_evictions)
+    return moves
+
+
+def _batches(chosen, candidates, moves, batch_size, settings):
+    """The batches of the ``chosen`` nodes (make_batches), ordered by the pods that leave each node."""
+    pods_per_node = _counted(node_of(pod) for pod, _w, method, _r in moves.values() if method != "stays")
+    # A canary only where the rotation starts: a rerun of one begun (its nodes marked by it) goes on without.
+    begun = settings.rotation_id and any(recorded_phase(node, settings.rotation_id) for node in candidates)
+    return make_batches(chosen, batch_size, pods_per_node, settings.most_disruptive or "last",
+                        None if begun else settings.canary_size)
+
+
+def _moving_owners(moves, replica_set_owners, zone_counts_of):
+    """The Workloads whose pods per zone the plan counts: the owners of the pods that leave, and ``zone_counts_of``."""
+    return ({owner_of(pod, replica_set_owners) for pod, _w, method, _r in moves.values() if method in LEAVING_METHODS}
+            - {None}) | set(zone_counts_of)
+
+
+def _node_entry(node, reasons):
+    """A rotated node as the plan lists it: its name, zone and reasons, and a note if Karpenter may not disrupt it."""
+    entry = {"name": node_name(node), "zone": zone_of(node), "reasons": reasons}
+    note = protected_node_note(node)
+    if note:
+        entry["notes"] = [note]
+    return entry
+
+
+def _batch_moves(here, facts):
+    """What a batch does with the pods of its nodes (``here``, their moves): replace, evict, blocked, stays."""
+    return {
+        "replace": _replacements(here, facts),
+        "evict": sorted(pod_key(pod) for pod, _w, method, _r in here if method == "evict"),
+        "evict_by_workload": _counted(workload.label if workload else "bare pods"
+                                      for _pod, workload, method, _r in here if method == "evict"),
+        "blocked": sorted(({"pod": pod_key(pod), "reason": reason} for pod, _w, method, reason in here
+                           if method == "blocked"), key=lambda entry: entry["pod"]),
+        "stays": sorted(pod_key(pod) for pod, _w, method, _r in here if method == "stays"),
+    }
+
+
+def _replacements(here, facts):
+    """A batch's workloads to replace first, in Workload order: each with its pods, method and reason."""
+    autoscalers, gitops = facts.autoscalers or {}, facts.gitops or {}
+    replace = {}
+    for pod, workload, method, reason in here:
+        if method != "replace":
+            continue
+        entry = replace.setdefault(workload, dict(
+            workload.target(), reason=reason, pods=[],
+            method=ONE_AT_A_TIME if _cannot_surge(workload, facts.one_at_a_time) else SURGE,
+            **dict({"autoscaler": autoscalers[workload]} if workload in autoscalers else {},
+                   **({"gitops": gitops[workload]} if workload in gitops else {}))))
+        entry["pods"].append(pod_key(pod))
+    return [replace[key] for key in sorted(replace)]
+
+
+class _BatchWork:
+    """One batch while it is placed: the pods it moves, where they come from and may go, and its warm nodes."""
+
+    def __init__(self, index, movers, zone_by_node, claim_zones):
+        self.index, self.movers = index, movers
+        self.by_key = {pod_key(pod): pod for pod in movers}
+        self.bound_zones = {}
+        for pod in movers:
+            bound = bound_volume(pod, claim_zones)
+            if bound:
+                self.bound_zones[pod_key(pod)] = bound[1]
+        self.source_zone = {pod_key(pod): zone_by_node.get(node_of(pod)) for pod in movers}
+        # The warm nodes, how many of them in each zone, and what a warm node of each zone offers.
+        self.warm, self.warm_new, self.free_by_zone = [], {}, {}
+
+    def source_zone_of(self, pod):
+        """The zone ``pod`` leaves."""
+        return self.source_zone.get(pod_key(pod))
+
+    def out_of_its_zone(self, pod, node):
+        """Whether ``node`` is out of the zone ``pod`` leaves: placement tries such nodes last."""
+        return zone_of(node) != self.source_zone_of(pod)
+
+    def in_its_volume_zones(self, pod, nodes):
+        """Those of ``nodes`` in the zones ``pod``'s volume is bound to; all of them when it is bound to none."""
+        zones = self.bound_zones.get(pod_key(pod))
+        return [node for node in nodes if in_zones(node, zones)] if zones else nodes
+
+
+class _BatchPlacer:
+    """Places a rotation's batches in turn in one Room, each after the pods and warm nodes of those before it."""
+
+    def __init__(self, facts, settings, rotating, moves, zone_by_node):
+        self.facts, self.settings, self.zone_by_node = facts, settings, zone_by_node
+        self.pool_labels, self.pool_zones = settings.pool_labels or {}, _pool_zones(settings)
+        self.targets = [node for node in facts.nodes if node_name(node) not in rotating and is_schedulable(node)]
+        self.residents = [pod for pod in facts.pods if node_of(pod) not in rotating and not is_terminal(pod)]
+        self.daemons = [pod for pod, _w, _method, reason in moves.values() if reason == "daemonset"]
+        self.warm_total, self.warmed = {}, []
+        # The moves of each node, and where each move is in ``moves``: a batch takes its own without going through
+        # all of them, in the same order.
+        self.position = {key: index for index, key in enumerate(moves)}
+        self.moves_on = {}
+        for move in moves.values():
+            self.moves_on.setdefault(node_of(move[0]), []).append(move)
+        # One Room for the whole plan: the nodes of later batches take no pod, but their pods still count for
+        # topology spread until they move; a batch's nodes leave as it starts.
+        self.room = Room(self.targets + list(rotating.values()), self.residents + [
+            pod for pod in facts.pods if node_of(pod) in rotating and not is_terminal(pod) and not is_terminating(pod)])
+
+    def place(self, index, batch):
+        """Fills in ``batch``, the index-th: how its pods move, the warm nodes it adds, and whether its pods fit."""
+        here = sorted((move for name in batch["nodes"] for move in self.moves_on.get(name, ())),
+                      key=lambda move: self.position[pod_key(move[0])])
+        movers = [pod for pod, _w, method, _r in here if method in LEAVING_METHODS]
+        work = _BatchWork(index, movers, self.zone_by_node, self.facts.claim_zones or {})
+        if self.settings.template_allocatable:
+            # A pod whose volume is in a zone the pool does not serve can only go to a node of that zone that stays.
+            work.warm_new, work.warm, batch["warm_computed"], work.free_by_zone = self._warm_for(
+                index, [pod for pod in work.movers if self._served(work.bound_zones.get(pod_key(pod), ""))])
+        for name in batch["nodes"]:
+            self.room.remove_node(name)
+        for node in work.warm:
+            self.room.add_node(node)
+        placement, unplaced = self._place(work)
+        if unplaced and self.settings.template_allocatable:
+            # Requests alone undercount what the scheduler needs: a node more in the pod's zone while that
+            # places a pod that required anti-affinity or spread left out.
+            more, unplaced = self._place_on_more_warm_nodes(work, unplaced)
+            placement.update(more)
+        unplaced = self._with_volume_zones(work, unplaced)
+        for zone, count in work.warm_new.items():
+            self.warm_total[zone] = self.warm_total.get(zone, 0) + count
+        batch.update(index=index, **_batch_moves(here, self.facts), **self._warm_entry(work), fits=not unplaced,
+                     unplaced=unplaced)
+        # The next batch sees this one's pods where they were placed (in the Room already), and its warm nodes.
+        self.warmed = self.warmed + work.warm
+        self.residents.extend(moved_to(pod, placement[pod_key(pod)]) for pod in work.movers
+                              if pod_key(pod) in placement)
+
+    def _served(self, zones):
+        """Whether the pool brings nodes up in one of ``zones`` ("a" or "a,b")."""
+        return self.pool_zones is None or any(zone in self.pool_zones for zone in zones.split(","))
+
+    def _warm_for(self, index, movers):
+        """_warm_for_batch of ``movers``, for the index-th batch, from the pool's template."""
+        return _warm_for_batch(index, movers, self.daemons, self.settings.template_allocatable, self.pool_labels,
+                               self.zone_by_node, self.pool_zones)
+
+    def _place(self, work):
+        """(placement, unplaced) of the batch's pods: in their own zone first, one with a bound volume in its zones."""
+        places = self.targets + self.warmed + work.warm
+        placement, unplaced = self.room.place([p for p in work.movers if pod_key(p) not in work.bound_zones], places,
+                                              work.out_of_its_zone, work.source_zone_of)
+        for pod in [p for p in work.movers if pod_key(p) in work.bound_zones]:
+            more, left = self.room.place([pod], work.in_its_volume_zones(pod, places), work.out_of_its_zone)
+            placement.update(more)
+            unplaced.extend(left)
+        return placement, unplaced
+
+    def _place_on_more_warm_nodes(self, work, unplaced):
+        """(placement, still unplaced) of the ``unplaced`` pods, each on a warm node more of its zone if it fits."""
+        places = self.targets + self.warmed + work.warm
+        placement, still = {}, []
+        for entry in unplaced:
+            pod = work.by_key[entry["pod"]]
+            bound = work.bound_zones.get(entry["pod"])
+            if bound and not self._served(bound):
+                still.append(entry)
+                continue
+            zone = next((zone for zone in bound.split(",") if self._served(zone)), None) if bound else \
+                warm_zone(work.source_zone_of(pod), self.pool_labels, self.pool_zones)
+            if zone not in work.free_by_zone:
+                work.free_by_zone[zone] = self._warm_for(work.index, [pod])[3].get(zone)
+            extra = _warm_node(work.index, zone, work.warm_new.get(zone, 0), self.pool_labels,
+                               work.free_by_zone[zone] or {})
+            self.room.add_node(extra)
+            more, left = self.room.place([pod], work.in_its_volume_zones(pod, places + [extra]), work.out_of_its_zone)
+            if more and more[entry["pod"]] == node_name(extra):
+                work.warm.append(extra)
+                places.append(extra)
+                work.warm_new[zone] = work.warm_new.get(zone, 0) + 1
+            else:
+                self.room.remove_node(node_name(extra))
+                # Why not even a node of the pool's own: what the pool would have to change.
+                still.extend(left)
+            placement.update(more)
+        return placement, still
+
+    def _with_volume_zones(self, work, unplaced):
+        """``unplaced``, the reason of each pod with a bound volume saying its zone and whether the pool serves it."""
+        said = []
+        for entry in unplaced:
+            if entry["pod"] in work.bound_zones:
+                zones = work.bound_zones[entry["pod"]]
+                entry = dict(entry, reason="its volume is bound to zone %s%s: %s" % (
+                    zones, "" if self._served(zones) else ", where the pool provides no node", entry["reason"]))
+            said.append(entry)
+        return said
+
+    def _warm_entry(self, work):
+        """The batch's warm nodes as the plan says them: in all, per zone, and per zone so far in the rotation."""
+        return {
+            "warm_nodes": sum(work.warm_new.values()),
+            "warm_new": {zone or "-": count for zone, count in work.warm_new.items() if count},
+            "warm_zones": [{"zone": zone or None, "count": self.warm_total[zone]} for zone in sorted(self.warm_total)],
+        }
+
+    def zone_counts_planned(self, owners):
+        """zone_counts of ``owners`` once every batch has been placed: on the nodes that stay and the warm ones."""
+        placed_zones = {node_name(node): zone_of(node) for node in self.targets + self.warmed}
+        return zone_counts(self.residents, owners, dict(self.zone_by_node, **placed_zones),
+                           self.facts.replica_set_owners)
 
 
 def budget_batch_size(chosen, nodes, node_pools, batch_size, now):
