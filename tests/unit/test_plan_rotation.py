@@ -476,6 +476,8 @@ def test_the_pods_of_a_zone_the_pool_does_not_serve_are_warmed_for_in_its_first_
                             template_allocatable=dict(TEMPLATE))
     plan = plan_rotation(cluster(nodes, [pod("web-1", "old-c1")], [], {WEB: 3}), settings, NOW)
     assert plan["batches"][0]["warm_new"] == {"a": 1} and plan["fits"]
+    # Sized from the pods' requests, as where the pool serves every zone: a pod without a volume is served anywhere.
+    assert plan["batches"][0]["warm_computed"].startswith("zone a: 1 pod(s) requesting"), plan["batches"][0]
     assert plan["zone_counts_planned"] == {"ns/Deployment/web": {"a": 1}}
     assert plan["pool_zones"] == ["a", "b"]
     assert plan["warnings"] == ["the pool provisions only in zone(s) a, b: the pods of zone(s) c move there, or to "

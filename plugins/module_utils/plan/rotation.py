@@ -526,7 +526,8 @@ class _BatchPlacer:
         if self.settings.template_allocatable:
             # A pod whose volume is in a zone the pool does not serve can only go to a node of that zone that stays.
             work.warm_new, work.warm, batch["warm_computed"], work.free_by_zone = self._warm_for(
-                index, [pod for pod in work.movers if self._served(work.bound_zones.get(pod_key(pod), ""))])
+                index, [pod for pod in work.movers
+                        if pod_key(pod) not in work.bound_zones or self._served(work.bound_zones[pod_key(pod)])])
         for name in batch["nodes"]:
             self.room.remove_node(name)
         for node in work.warm:
