@@ -52,6 +52,9 @@ options:
     description: The time now, in seconds since the epoch.
     type: float
     required: true
+  retire_started:
+    description: When the retirement of the batch's nodes started, in seconds since the epoch; none, 0 seconds.
+    type: float
 """
 
 EXAMPLES = r"""
@@ -132,6 +135,16 @@ _value:
       description: Seconds the evictions took.
       type: float
       sample: 3.9
+    retire_seconds:
+      description: Seconds the nodes' retirement took (their NodeClaims or Machines deleted and gone, your tasks).
+      type: float
+      sample: 12.5
+    own_seconds:
+      description: >-
+        The batch's seconds that none of its steps waited for (warm nodes, replacements, evictions, retirement): its
+        check, the role's tasks and the modules' own work.
+      type: float
+      sample: 4.2
     row:
       description: The batch's line of the report's Markdown table.
       type: str

@@ -55,11 +55,21 @@ def test_a_batch_that_did_what_was_planned_reports_every_key_in_order_and_no_dif
         "warm_seconds": 30.1,
         "replace_seconds": 14.2,
         "evict_seconds": 3.9,
+        "retire_seconds": 0.0,
+        "own_seconds": 0.1,
         "row": "| 2/3 | node-3, node-4 | 3 | 3 | 3 | 3 | 48.3 |",
     }
     assert list(report()) == ["batch", "nodes", "replacements_planned", "replacements_done", "replaced_workloads",
                               "evictions_planned", "evictions_done", "replaced", "evicted", "differences", "seconds",
-                              "warm_seconds", "replace_seconds", "evict_seconds", "row"]
+                              "warm_seconds", "replace_seconds", "evict_seconds", "retire_seconds", "own_seconds",
+                              "row"]
+
+
+def test_a_batchs_own_seconds_are_what_none_of_its_steps_waited_for():
+    entry = report(retire_started=STARTED + 40.0)
+    assert (entry["retire_seconds"], entry["own_seconds"]) == (8.3, 0.0), "48.3 s, all of it waited for"
+    entry = report(warmed=SKIPPED, retire_started=str(STARTED + 40.0))
+    assert (entry["retire_seconds"], entry["own_seconds"]) == (8.3, 21.9)
 
 
 def test_every_difference_is_one_sentence_a_pod_grouped_as_the_role_listed_them():

@@ -30,11 +30,13 @@ def differences(index, planned, replaced, to_evict, evicted):
                for key in missing(evicted, to_evict)])
 
 
-def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started, now):
+def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started, now, retire_started=None):
     """The report entry of ``batch`` (one of ``batches``), planned against done: the pods planned to be replaced
     first and to be evicted, those that were, where the two differ (nothing in check mode, where nothing was done
     by design), the seconds since ``started`` and those each step took, and ``row``, its line of the Markdown table.
-    ``replaced``, ``eviction`` and ``warmed`` are the results of replace_pods, evict and warm_nodes (skipped or not)."""
+    ``replaced``, ``eviction`` and ``warmed`` are the results of replace_pods, evict and warm_nodes (skipped or not);
+    the nodes' retirement took from ``retire_started`` until ``now``. What none of the steps waited for is the
+    batch's own time: its check, the role's tasks and the modules' own work."""
     planned = [pod for entry in batch["replace"] for pod in entry["pods"]]
     done = [pod for workload in replaced.get("workloads") or [] for pod in workload.get("replaced") or []]
     evicted = ["%s/%s" % (pod["namespace"], pod["name"])
@@ -56,7 +58,11 @@ def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started
         "warm_seconds": warmed.get("elapsed_seconds", 0),
         "replace_seconds": replaced.get("elapsed_seconds", 0),
         "evict_seconds": eviction.get("elapsed_seconds", 0),
+        "retire_seconds": 0.0 if retire_started is None else round(now - float(retire_started), 1),
     }
+    waited = sum(float(report[key] or 0) for key in ("warm_seconds", "replace_seconds", "evict_seconds",
+                                                       "retire_seconds"))
+    report["own_seconds"] = round(max(0.0, seconds - waited), 1)
     report["row"] = "| %s/%s | %s | %d | %d | %d | %d | %s |" % (
         batch["index"], batches, ", ".join(str(node) for node in batch["nodes"]), len(planned), len(done),
         len(batch["evict"]), len(evicted), seconds)
