@@ -165,9 +165,8 @@ class DriftScenario(RotationScenario):
             "requiredDuringSchedulingIgnoredDuringExecution": [
                 {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}]}}
         pinned = deployment("pinned", REPLICAS["pinned"], on_pool, annotations={DO_NOT_DISRUPT: "true"})
-        workloads = [manifest for manifest in (web, deployment("api", REPLICAS["api"], on_pool),
-                                                deployment("solo", 1, on_pool), pinned)
-                     if manifest["metadata"]["name"] in self.app_names]
+        every = (web, deployment("api", REPLICAS["api"], on_pool), deployment("solo", 1, on_pool), pinned)
+        workloads = [manifest for manifest in every if manifest["metadata"]["name"] in self.app_names]
         for manifest in workloads + [db]:
             manifest["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
         for manifest in workloads:

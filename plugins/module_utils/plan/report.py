@@ -60,8 +60,8 @@ def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started
         "evict_seconds": eviction.get("elapsed_seconds", 0),
         "retire_seconds": 0.0 if retire_started is None else round(now - float(retire_started), 1),
     }
-    waited = sum(float(report[key] or 0) for key in ("warm_seconds", "replace_seconds", "evict_seconds",
-                                                       "retire_seconds"))
+    steps = ("warm_seconds", "replace_seconds", "evict_seconds", "retire_seconds")
+    waited = sum(float(report[key] or 0) for key in steps)
     report["own_seconds"] = round(max(0.0, seconds - waited), 1)
     report["row"] = "| %s/%s | %s | %d | %d | %d | %d | %s |" % (
         batch["index"], batches, ", ".join(str(node) for node in batch["nodes"]), len(planned), len(done),
