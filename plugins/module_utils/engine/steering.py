@@ -90,9 +90,11 @@ class NewNodeSteering:
         nodes = objects.values() if change is None or change[1] is None else \
             [] if change[0] == "DELETED" else [change[1]]
         with self._lock:
+            seen = self.known | self.steered
             for node in list(nodes):
-                effect = None if self._stopped else new_node_effect(node, self.closed, self.known | self.steered)
+                effect = None if self._stopped else new_node_effect(node, self.closed, seen)
                 if effect:
+                    seen.add(node_name(node))
                     steer(self.client, [node], {node_name(node): effect})
                     self.steered.add(node_name(node))
 
