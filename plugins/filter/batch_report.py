@@ -151,9 +151,15 @@ _value:
       sample: "| 1/2 | node-1, node-2 | 1 | 1 | 1 | 1 | 42.7 |"
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import batch_report
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import BatchRun, batch_report
+
+
+def batch_report_filter(batch, batches, check_mode, **run):
+    """The filter's options, as DOCUMENTATION gives them: ``run`` is the fields of plan.report.BatchRun by name
+    (replaced, eviction, warmed, started, now, retire_started)."""
+    return batch_report(batch, batches, BatchRun(**run), check_mode)
 
 
 class FilterModule:
     def filters(self):
-        return {"batch_report": batch_report}
+        return {"batch_report": batch_report_filter}

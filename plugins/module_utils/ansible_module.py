@@ -9,7 +9,6 @@ collection's action plugin (run_in_process)."""
 from __future__ import annotations
 
 import os
-import socket
 
 from ansible.module_utils.basic import AnsibleFallbackNotFound, AnsibleModule, missing_required_lib
 from ansible.module_utils.common.arg_spec import ModuleArgumentSpecValidator
@@ -19,7 +18,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_error_message
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.controller import exit_with_controller
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, LeaseSettings
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, KubeopsError
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import KubeopsError
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 
 
@@ -149,10 +148,11 @@ def run_in_process(main, call):
     raise RuntimeError("the module %s returned no result" % call.name)
 
 
-def kubernetes_module(argument_spec, **kwargs):
-    """An AnsibleModule (a ModuleInProcess under run_in_process) with the shared connection options added; fails
-    at once without the kubernetes library."""
-    argument_spec = dict(CONNECTION_ARGUMENT_SPEC, **argument_spec)
+def kubernetes_module(argument_spec, lease=False, **kwargs):
+    """An AnsibleModule (a ModuleInProcess under run_in_process) with the shared connection options added, and with
+    ``lease`` the lease option (doc fragment kubeops.rotation.lease) that run_module takes the Lease by; fails at once
+    without the kubernetes library."""
+    argument_spec = dict(CONNECTION_ARGUMENT_SPEC, **(LEASE_ARGUMENT_SPEC if lease else {}), **argument_spec)
     kwargs.update(required_together=CONNECTION_REQUIRED_TOGETHER + kwargs.pop("required_together", []),
                   required_by=dict(CONNECTION_REQUIRED_BY, **kwargs.pop("required_by", {})))
     if _IN_PROCESS_CALLS:
@@ -164,20 +164,10 @@ def kubernetes_module(argument_spec, **kwargs):
     return module
 
 
-def lease_settings(options):
-    """LeaseSettings from the lease option (or the lease module's own options), or InvalidInput."""
-    if not (options.get("run_id") or "").strip():
-        raise InvalidInput("lease.run_id is empty: name the run (for example the rotation id).")
-    if options["duration"] < 5:
-        raise InvalidInput("lease.duration must be 5 seconds or more, got %s." % options["duration"])
-    holder = options.get("holder") or "%s (host %s, pid %d)" % (options["run_id"], socket.gethostname(), os.getppid())
-    return LeaseSettings(run_id=options["run_id"], holder=holder, name=options["name"],
-                         namespace=options["namespace"], duration=options["duration"])
-
-
 def run_module(module, action, settings=lambda params: None, lease_at_once=False):
-    """Build the typed settings from the parameters, then the client, run ``action(client, settings)``
-    and exit with its result (plus ``api_requests``).
+    """Build the typed settings from the parameters (``settings``, the settings class's ``from_params``), then the
+    client, run ``action(client, settings, check_mode)`` (an engine's entry point) and exit with its result (plus
+    ``api_requests``).
 
     ``settings`` may raise InvalidInput before anything is read. With a
     ``lease`` option, the cluster's Lease is held (taken before the first
@@ -191,13 +181,13 @@ def run_module(module, action, settings=lambda params: None, lease_at_once=False
     exit_with_controller()
     try:
         typed = settings(module.params)
-        lease = lease_settings(module.params["lease"]) if module.params.get("lease") else None
+        lease = LeaseSettings.from_params(module.params["lease"], "lease.") if module.params.get("lease") else None
         client = new_client(module.params)
         if lease and not module.check_mode:
             with LeaseKeeper(client, lease).kept(at_once=lease_at_once):
-                result = action(client, typed)
+                result = action(client, typed, module.check_mode)
         else:
-            result = action(client, typed)
+            result = action(client, typed, module.check_mode)
     except KubeopsError as exc:
         module.fail_json(msg=str(exc), **_finished(module, exc.result, client))
     except ApiException as exc:

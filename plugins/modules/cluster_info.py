@@ -163,16 +163,16 @@ def validated(params):
     return params
 
 
+def look(client, params, _check_mode):
+    """The server's version, who we are to it, and the nodes; reads only."""
+    nodes = client.list_all(client.core.list_node, label_selector=params["node_selector"])
+    summaries, counts = nodes_report(nodes)
+    return dict(changed=False, server_version=client.version.get_code().git_version, user=client.whoami(),
+                nodes=summaries, summary=counts)
+
+
 def main():
-    module = kubernetes_module(dict(node_selector=dict(type="str")))
-
-    def look(client, _settings):
-        nodes = client.list_all(client.core.list_node, label_selector=module.params["node_selector"])
-        summaries, counts = nodes_report(nodes)
-        return dict(changed=False, server_version=client.version.get_code().git_version, user=client.whoami(),
-                    nodes=summaries, summary=counts)
-
-    run_module(module, look, validated)
+    run_module(kubernetes_module(dict(node_selector=dict(type="str"))), look, validated)
 
 
 if __name__ == "__main__":

@@ -196,12 +196,8 @@ api_retries:
   version_added: 0.3.0
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import apply_cordon
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import CordonRequest, apply_cordon
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
     first_error,
@@ -210,8 +206,19 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
     text_error,
 )
 
+ARGUMENT_SPEC = dict(
+    nodes=dict(type="list", elements="str"),
+    node_selector=dict(type="str"),
+    state=dict(type="str", choices=["cordoned", "uncordoned"], default="cordoned"),
+    reason=dict(type="str", default=""),
+    taint=dict(type="bool", default=False),
+    force=dict(type="bool", default=False),
+    rotation_id=dict(type="str"),
+)
+
 
 def validated(params):
+    """The CordonRequest of the parameters, or InvalidInput before anything is read."""
     error = first_error(names_error("nodes", params["nodes"], "node"),
                         selector_error("node_selector", params["node_selector"]),
                         text_error("rotation_id", params["rotation_id"]))
@@ -219,38 +226,25 @@ def validated(params):
         raise InvalidInput(error)
     if params["rotation_id"] and params["state"] != "cordoned":
         raise InvalidInput("rotation_id records a rotation's cordon; it needs state: cordoned.")
-    return params
+    return CordonRequest(tuple(params["nodes"] or ()), params["node_selector"], params["state"], params["reason"],
+                         params["taint"], params["force"], params["rotation_id"])
+
+
+def cordon(client, request, check_mode):
+    changes = apply_cordon(client, request, check_mode=check_mode)
+    changed = [change for change in changes if change.changed]
+    return dict(
+        changed=bool(changed),
+        nodes=[change.result() for change in changes],
+        summary={"nodes": len(changes), "changed": len(changed), "unchanged": len(changes) - len(changed)},
+        diff={"before": {change.name: change.before for change in changed},
+              "after": {change.name: change.after for change in changed}},
+    )
 
 
 def main():
-    module = kubernetes_module(
-        dict(
-            LEASE_ARGUMENT_SPEC,
-            nodes=dict(type="list", elements="str"),
-            node_selector=dict(type="str"),
-            state=dict(type="str", choices=["cordoned", "uncordoned"], default="cordoned"),
-            reason=dict(type="str", default=""),
-            taint=dict(type="bool", default=False),
-            force=dict(type="bool", default=False),
-            rotation_id=dict(type="str"),
-        ),
-        required_one_of=[["nodes", "node_selector"]],
-    )
-
-    def cordon(client, params):
-        changes = apply_cordon(client, params["nodes"], params["node_selector"], params["state"], params["reason"],
-                               params["taint"], params["force"], check_mode=module.check_mode,
-                               rotation_id=params["rotation_id"])
-        changed = [change for change in changes if change.changed]
-        return dict(
-            changed=bool(changed),
-            nodes=[change.result() for change in changes],
-            summary={"nodes": len(changes), "changed": len(changed), "unchanged": len(changes) - len(changed)},
-            diff={"before": {change.name: change.before for change in changed},
-                  "after": {change.name: change.after for change in changed}},
-        )
-
-    run_module(module, cordon, validated)
+    run_module(kubernetes_module(ARGUMENT_SPEC, lease=True, required_one_of=[["nodes", "node_selector"]]), cordon,
+               validated)
 
 
 if __name__ == "__main__":

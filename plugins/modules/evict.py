@@ -491,28 +491,24 @@ api_retries:
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
     WARM_OPTIONS,
     kubernetes_module,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, move
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import DrainJob, PodSelection, move
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings, Limits
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
     field_selector_error,
     first_error,
     names_error,
-    number_error,
     selector_error,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
 
 EVICT_ARGUMENT_SPEC = dict(
-    LEASE_ARGUMENT_SPEC,
     nodes=dict(type="list", elements="str"),
     node_selector=dict(type="str"),
     namespaces=dict(type="list", elements="str"),
@@ -549,8 +545,9 @@ EVICT_ARGUMENT_SPEC = dict(
 
 
 def validated(params):
-    """(PodSelection, FilterOptions, EvictionSettings, WarmSettings or None, ReplaceSettings or None) from the
-    parameters, or InvalidInput for parameters that make no sense, before anything is read or changed."""
+    """(DrainJob, WarmSettings or None, ReplaceSettings or None) from the parameters, or InvalidInput for
+    parameters that make no sense, before anything is read or changed. The eviction settings, the warming and the
+    replacement are their classes' from_params; the pods' selection and filters are checked here."""
     error = first_error(
         names_error("nodes", params["nodes"], "node"),
         selector_error("node_selector", params["node_selector"]),
@@ -558,46 +555,34 @@ def validated(params):
         names_error("exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
         selector_error("pod_selector", params["pod_selector"]),
         names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
-        field_selector_error("field_selector", params["field_selector"]),
-        *(number_error(name, params[name], 1)
-          for name in ("timeout", "max_in_flight", "max_per_node", "max_per_namespace")),
-        number_error("max_evictions", params["max_evictions"], 0),
-        number_error("grace_period", params["grace_period"], 0))
+        field_selector_error("field_selector", params["field_selector"]))
     if error:
         raise InvalidInput(error)
-    if params["max_unavailable_per_owner"] is not None and unavailable_limit_error(params["max_unavailable_per_owner"]):
-        raise InvalidInput(unavailable_limit_error(params["max_unavailable_per_owner"]))
     selection = PodSelection(tuple(params["nodes"] or ()), params["node_selector"], tuple(params["namespaces"] or ()),
                              params["pod_selector"], params["field_selector"])
     options = FilterOptions(
         force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
         respect_do_not_disrupt=params["respect_do_not_disrupt"], evict_system_critical=params["evict_system_critical"],
         namespaces=tuple(params["namespaces"] or ()), exclude_namespaces=tuple(params["exclude_namespaces"]))
-    limits = Limits(params["max_in_flight"], params["max_per_node"], params["max_per_namespace"],
-                    params["max_unavailable_per_owner"], params["max_evictions"])
-    settings = EvictionSettings(timeout=params["timeout"], wait=params["wait"],
-                                wait_for_replacements=params["wait_for_replacements"],
-                                grace_period=params["grace_period"], disable_eviction=params["disable_eviction"],
-                                limits=limits, reason=params["reason"] or "")
+    job = DrainJob(selection, options, EvictionSettings.from_params(params), params["skip_refused"],
+                   params["keep_zones"], tuple(params["avoid_nodes"]))
     warming = (WarmSettings.from_params(params["warm_first"], "warm_first.")
                if params["warm_first"] is not None else None)
     replacing = (ReplaceSettings.from_params(params["replace_first"], "replace_first.")
                  if params["replace_first"] is not None else None)
-    return selection, options, settings, warming, replacing
+    return job, warming, replacing
+
+
+def evict(client, settings, check_mode):
+    job, warming, replacing = settings
+    return move(client, job, check_mode, warming=warming, replacing=replacing)
 
 
 def main():
-    module = kubernetes_module(EVICT_ARGUMENT_SPEC,
+    module = kubernetes_module(EVICT_ARGUMENT_SPEC, lease=True,
                                required_one_of=[["nodes", "node_selector", "namespaces", "pod_selector"]])
     if module.params["disable_eviction"]:
         module.warn("disable_eviction is on: pods are deleted, bypassing their PodDisruptionBudgets.")
-
-    def evict(client, settings):
-        selection, options, eviction, warming, replacing = settings
-        moving = (selection, options, eviction, module.params["skip_refused"], module.check_mode,
-                  module.params["keep_zones"], tuple(module.params["avoid_nodes"]))
-        return move(client, *moving, warming=warming, replacing=replacing)
-
     run_module(module, evict, validated)
 
 

@@ -252,15 +252,8 @@ api_retries:
   sample: {"requests": 0, "lost_answers": 0}
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.gates import Gates, wait_for_gates
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import selector_error
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.gates import condition_error
 
 SERVER_OPTIONS = dict(
     url=dict(type="str", required=True),
@@ -274,7 +267,6 @@ SERVER_OPTIONS = dict(
 )
 
 ARGUMENT_SPEC = dict(
-    LEASE_ARGUMENT_SPEC,
     prometheus=dict(type="dict", options=SERVER_OPTIONS),
     # An Alertmanager answers no queries.
     alertmanager=dict(type="dict", options={name: spec for name, spec in SERVER_OPTIONS.items() if name != "queries"}),
@@ -292,28 +284,11 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def validated(params):
-    """Gates, or InvalidInput naming the first option that makes no sense; nothing is read before."""
-    if params["timeout"] < 0:
-        raise InvalidInput("timeout must be 0 or more, got %s." % params["timeout"])
-    if params["interval"] < 1:
-        raise InvalidInput("interval must be 1 or more, got %s." % params["interval"])
-    for index, check in enumerate(params.get("kubernetes") or ()):
-        error = condition_error(check["condition"]) or selector_error(
-            "kubernetes[%d].label_selector" % index, check.get("label_selector"))
-        if error:
-            raise InvalidInput("kubernetes[%d].condition: %s" % (index, error) if "JMESPath" in error else error)
-    for source in ("prometheus", "alertmanager"):
-        for matcher in (params.get(source) or {}).get("alerts") or ():
-            if any(not isinstance(value, (str, int, float)) for value in matcher.values()):
-                raise InvalidInput("%s.alerts: each matcher maps label names to values, got %s." % (source, matcher))
-    return Gates.from_params(params)
-
-
 def main():
-    module = kubernetes_module(ARGUMENT_SPEC)
+    module = kubernetes_module(ARGUMENT_SPEC, lease=True)
     # The run waits on the gates: its Lease is renewed from the start, though the module writes nothing.
-    run_module(module, wait_for_gates, validated, lease_at_once=True)
+    run_module(module, lambda client, gates, _check_mode: wait_for_gates(client, gates), Gates.from_params,
+               lease_at_once=True)
 
 
 if __name__ == "__main__":

@@ -309,23 +309,12 @@ api_retries:
   sample: {"requests": 0, "lost_answers": 0}
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.k8s_drain import drain_node, set_schedulable
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    selector_error,
-    text_error,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import drain_request, pod_selector
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import DrainRequest
 
 # kubernetes.core.k8s_drain's own options, with its types, aliases and defaults.
 K8S_DRAIN_ARGUMENT_SPEC = dict(
-    LEASE_ARGUMENT_SPEC,
     state=dict(type="str", choices=["cordon", "drain", "uncordon"], default="drain"),
     name=dict(type="str", required=True),
     pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
@@ -341,26 +330,13 @@ K8S_DRAIN_ARGUMENT_SPEC = dict(
 )
 
 
-def validated(params):
-    """The DrainRequest, or InvalidInput before anything is read or changed. The pod selectors are checked only
-    for a drain, the only state that reads them."""
-    drains = params["state"] == "drain"
-    error = first_error(text_error("name", params["name"], optional=False),
-                        selector_error("pod_selectors", pod_selector(params["pod_selectors"])) if drains else None)
-    if error:
-        raise InvalidInput(error)
-    return drain_request(params["name"], params["state"], params["pod_selectors"], params["delete_options"] or {})
+def act(client, request, check_mode):
+    """A drain, or a cordon or uncordon alone (state cordon, uncordon)."""
+    return (drain_node if request.state == "drain" else set_schedulable)(client, request, check_mode)
 
 
 def main():
-    module = kubernetes_module(K8S_DRAIN_ARGUMENT_SPEC)
-
-    def act(client, request):
-        if request.state == "drain":
-            return drain_node(client, request, module.check_mode)
-        return set_schedulable(client, request, module.check_mode)
-
-    run_module(module, act, validated)
+    run_module(kubernetes_module(K8S_DRAIN_ARGUMENT_SPEC, lease=True), act, DrainRequest.from_params)
 
 
 if __name__ == "__main__":

@@ -187,11 +187,11 @@ api_retries:
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
     LEASE_OPTIONS,
     kubernetes_module,
-    lease_settings,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, hold_for
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, LeaseSettings, hold_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import number_error
 
 
 def holder_of(described):
@@ -205,29 +205,31 @@ def main():
                                     hold_reason=dict(type="str", default="holding the Lease")))
 
     def settings(params):
-        if params["hold_seconds"] < 0:
-            raise InvalidInput("hold_seconds must be 0 or more, got %d." % params["hold_seconds"])
-        return lease_settings(params)
+        error = number_error("hold_seconds", params["hold_seconds"], 0)
+        if error:
+            raise InvalidInput(error)
+        # Named as the lease option of the other modules names them.
+        return LeaseSettings.from_params(params, "lease.")
 
-    def hold(client, settings):
+    def hold(client, settings, check_mode):
         keeper = LeaseKeeper(client, settings)
         before = holder_of(keeper.describe(keeper.read())) if module._diff else None
         if module.params["state"] == "released":
-            released = keeper.release(module.check_mode)
+            released = keeper.release(check_mode)
             after = {"holder": None, "run_id": before and before["run_id"]} if released else before
             return dict(changed=released, action="released" if released else "not held",
                         reason="this run held it" if released else "this run does not hold it",
                         lease=keeper.describe(keeper.read()), diff={"before": before, "after": after})
         try:
-            taken = keeper.take(module.check_mode)
+            taken = keeper.take(check_mode)
         except Blocked as exc:
-            if not module.check_mode:
+            if not check_mode:
                 raise
             return dict(changed=False, action="refuse", reason=str(exc), lease=exc.result["lease"], warnings=[str(exc)],
                         diff={"before": before, "after": before})
         result = dict(taken, changed=True, diff={"before": before,
                                                  "after": {"holder": settings.holder, "run_id": settings.run_id}})
-        if module.params["hold_seconds"] > 0 and not module.check_mode:
+        if module.params["hold_seconds"] > 0 and not check_mode:
             result["held_seconds"] = hold_for(keeper, module.params["hold_seconds"], module.params["hold_reason"])
         return result
 

@@ -449,28 +449,11 @@ api_retries:
   version_added: 0.3.0
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings, Limits
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rebalance import RebalanceRequest, rebalance
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    names_error,
-    selector_error,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit_error
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import (
-    STRATEGY_NAMES,
-    RebalanceSettings,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.planner import STRATEGY_NAMES
 
 REBALANCE_ARGUMENT_SPEC = dict(
-    LEASE_ARGUMENT_SPEC,
     strategies=dict(type="list", elements="str", choices=list(STRATEGY_NAMES),
                     default=["topology_spread", "duplicates"]),
     node_selector=dict(type="str"),
@@ -493,52 +476,8 @@ REBALANCE_ARGUMENT_SPEC = dict(
 )
 
 
-def validated(params):
-    """The RebalanceRequest of the parameters, or InvalidInput for parameters that make no sense, before
-    anything is read or changed."""
-    if not params["strategies"]:
-        raise InvalidInput("strategies must name at least one strategy.")
-    error = first_error(selector_error("node_selector", params["node_selector"]),
-                        names_error("namespaces", params["namespaces"], "namespace"),
-                        names_error("exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
-                        selector_error("pod_selector", params["pod_selector"]))
-    if error:
-        raise InvalidInput(error)
-    for name in ("max_skew", "timeout", "max_in_flight", "max_per_owner"):
-        if params[name] is not None and params[name] < 1:
-            raise InvalidInput("%s must be 1 or more, got %s." % (name, params[name]))
-    if params["max_evictions"] is not None and params["max_evictions"] < 0:
-        raise InvalidInput("max_evictions must be 0 or more, got %s." % params["max_evictions"])
-    for name in ("utilization_deviation", "compaction_threshold"):
-        if not 0 < params[name] < 100:
-            raise InvalidInput("%s must be between 1 and 99, got %s." % (name, params[name]))
-    spreading = sorted({"duplicates", "utilization"} & set(params["strategies"]))
-    if "compaction" in params["strategies"] and spreading:
-        raise InvalidInput("strategies: compaction packs pods where %s spread%s them; run them in passes of their own."
-                           % (" and ".join(spreading), "" if len(spreading) == 2 else "s"))
-    if params["max_unavailable_per_owner"] is not None and unavailable_limit_error(params["max_unavailable_per_owner"]):
-        raise InvalidInput(unavailable_limit_error(params["max_unavailable_per_owner"]))
-    plan = RebalanceSettings(
-        strategies=tuple(params["strategies"]), max_skew=params["max_skew"],
-        utilization_deviation=float(params["utilization_deviation"]),
-        compaction_threshold=float(params["compaction_threshold"]), max_evictions=params["max_evictions"],
-        max_per_owner=params["max_per_owner"],
-        options=FilterOptions(delete_emptydir_data=params["delete_emptydir_data"],
-                              respect_do_not_disrupt=params["respect_do_not_disrupt"],
-                              evict_system_critical=params["evict_system_critical"],
-                              namespaces=tuple(params["namespaces"] or ()),
-                              exclude_namespaces=tuple(params["exclude_namespaces"])))
-    eviction = EvictionSettings(timeout=params["timeout"], wait=True, wait_for_replacements=True,
-                                limits=Limits(max_in_flight=params["max_in_flight"],
-                                              max_unavailable_per_owner=params["max_unavailable_per_owner"]),
-                                reason=params["reason"] or "")
-    return RebalanceRequest(plan=plan, node_selector=params["node_selector"], pod_selector=params["pod_selector"],
-                            steering=params["steering"], eviction=eviction)
-
-
 def main():
-    module = kubernetes_module(REBALANCE_ARGUMENT_SPEC)
-    run_module(module, lambda client, request: rebalance(client, request, module.check_mode), validated)
+    run_module(kubernetes_module(REBALANCE_ARGUMENT_SPEC, lease=True), rebalance, RebalanceRequest.from_params)
 
 
 if __name__ == "__main__":

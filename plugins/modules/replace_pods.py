@@ -225,28 +225,21 @@ api_retries:
   version_added: 0.3.0
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings, replace_pods
+
+ARGUMENT_SPEC = dict(
+    pods=dict(type="list", elements="str", required=True),
+    run_id=dict(type="str", required=True),
+    timeout=dict(type="int", default=900),
+    avoid_nodes=dict(type="list", elements="str", default=[]),
+    keep_zones=dict(type="bool", default=False),
+    max_concurrent=dict(type="int", default=4),
+)
 
 
 def main():
-    module = kubernetes_module(
-        dict(
-            LEASE_ARGUMENT_SPEC,
-            pods=dict(type="list", elements="str", required=True),
-            run_id=dict(type="str", required=True),
-            timeout=dict(type="int", default=900),
-            avoid_nodes=dict(type="list", elements="str", default=[]),
-            keep_zones=dict(type="bool", default=False),
-            max_concurrent=dict(type="int", default=4),
-        ),
-    )
-    run_module(module, lambda client, settings: replace_pods(client, settings, module.check_mode),
-               ReplaceSettings.from_params)
+    run_module(kubernetes_module(ARGUMENT_SPEC, lease=True), replace_pods, ReplaceSettings.from_params)
 
 
 if __name__ == "__main__":

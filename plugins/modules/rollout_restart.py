@@ -273,85 +273,33 @@ api_retries:
   version_added: 0.3.0
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rollout import RestartSettings, restart_workloads
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    names_error,
-    number_error,
-    selector_error,
-    text_error,
+
+ARGUMENT_SPEC = dict(
+    targets=dict(type="list", elements="dict", options=dict(
+        kind=dict(type="str", required=True, choices=["Deployment", "StatefulSet", "DaemonSet"]),
+        name=dict(type="str", required=True),
+        namespace=dict(type="str", required=True),
+    )),
+    workload_selector=dict(type="str", aliases=["label_selector"]),
+    namespaces=dict(type="list", elements="str"),
+    on_nodes=dict(type="list", elements="str"),
+    include_daemonsets=dict(type="bool", default=False),
+    restart_id=dict(type="str"),
+    restarted_after=dict(type="str"),
+    wait=dict(type="bool", default=True),
+    timeout=dict(type="int", default=600, aliases=["wait_timeout"]),
+    max_concurrent=dict(type="int", default=1),
+    avoid_nodes=dict(type="list", elements="str", default=[]),
+    keep_zones=dict(type="bool", default=False),
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time
-
-
-def restarted_after_error(text):
-    if text is None:
-        return None
-    try:
-        parse_time(text.strip())
-    except ValueError:
-        return "restarted_after must be an RFC 3339 time like 2026-12-03T06:00:00Z, got %s." % (text or '""')
-    return None
-
-
-def validated(params):
-    error = first_error(
-        names_error("targets", params["targets"], "workload"),
-        *(text_error("targets[%d].%s" % (index, field), target[field], optional=False)
-          for index, target in enumerate(params["targets"] or (), 1) for field in ("name", "namespace")),
-        # Named as the task names it, by the option or its old name.
-        selector_error("label_selector" if params.get("label_selector") is not None else "workload_selector",
-                       params["workload_selector"]),
-        names_error("namespaces", params["namespaces"], "namespace"),
-        names_error("on_nodes", params["on_nodes"], "node"),
-        names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
-        text_error("restart_id", params["restart_id"]),
-        restarted_after_error(params["restarted_after"]),
-        number_error("timeout", params["timeout"], 1),
-        number_error("max_concurrent", params["max_concurrent"], 1))
-    if error:
-        raise InvalidInput(error)
-    return RestartSettings(
-        targets=tuple(Workload(target["kind"], target["namespace"], target["name"])
-                      for target in params["targets"] or ()),
-        label_selector=params["workload_selector"], namespaces=tuple(params["namespaces"] or ()),
-        on_nodes=tuple(params["on_nodes"] or ()), include_daemonsets=params["include_daemonsets"],
-        restart_id=params["restart_id"], restarted_after=params["restarted_after"], wait=params["wait"],
-        timeout=params["timeout"], max_concurrent=params["max_concurrent"], avoid_nodes=tuple(params["avoid_nodes"]),
-        keep_zones=params["keep_zones"])
 
 
 def main():
-    module = kubernetes_module(
-        dict(
-            LEASE_ARGUMENT_SPEC,
-            targets=dict(type="list", elements="dict", options=dict(
-                kind=dict(type="str", required=True, choices=["Deployment", "StatefulSet", "DaemonSet"]),
-                name=dict(type="str", required=True),
-                namespace=dict(type="str", required=True),
-            )),
-            workload_selector=dict(type="str", aliases=["label_selector"]),
-            namespaces=dict(type="list", elements="str"),
-            on_nodes=dict(type="list", elements="str"),
-            include_daemonsets=dict(type="bool", default=False),
-            restart_id=dict(type="str"),
-            restarted_after=dict(type="str"),
-            wait=dict(type="bool", default=True),
-            timeout=dict(type="int", default=600, aliases=["wait_timeout"]),
-            max_concurrent=dict(type="int", default=1),
-            avoid_nodes=dict(type="list", elements="str", default=[]),
-            keep_zones=dict(type="bool", default=False),
-        ),
-        required_one_of=[["targets", "workload_selector", "on_nodes"]],
-    )
-    run_module(module, lambda client, settings: restart_workloads(client, settings, module.check_mode), validated)
+    module = kubernetes_module(ARGUMENT_SPEC, lease=True,
+                               required_one_of=[["targets", "workload_selector", "on_nodes"]])
+    run_module(module, restart_workloads, RestartSettings.from_params)
 
 
 if __name__ == "__main__":

@@ -121,8 +121,17 @@ options:
     default: false
     version_added: 0.3.0
   rotation_id:
-    description: Id of the rotation; nodes it already drained or retired are left out.
+    description:
+      - Id of the rotation; nodes it already drained or retired are left out.
+      - A node of O(nodes) that no longer exists is left out too when the cluster's Lease (C(kubeops-rotation) in
+        O(lease_namespace)) records that this rotation retired it (a rerun after a kill, or of a rotation that
+        finished); any other name of no node is refused.
     type: str
+  lease_namespace:
+    description: Namespace of the cluster's Lease, read only when a node of O(nodes) does not exist.
+    type: str
+    default: kube-system
+    version_added: 0.3.0
   batch_size:
     description:
       - Nodes per batch, a count (V(2)) or a percent of the nodes to rotate (V(25%), rounded down, at least 1).
@@ -484,77 +493,49 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rotation_p
     RotationRequest,
     plan_from_cluster,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import workload_from_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import RETIRE_CHOICES
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
-    AbortIf,
-    DriftRules,
-    RotationSettings,
+
+ARGUMENT_SPEC = dict(
+    nodes=dict(type="list", elements="str"),
+    node_selector=dict(type="str"),
+    target_kubelet_version=dict(type="str"),
+    wanted_labels=dict(type="dict", default={}),
+    max_node_age=dict(type="str"),
+    with_annotations=dict(type="list", elements="str", default=[]),
+    with_taints=dict(type="list", elements="str", default=[]),
+    karpenter_drifted=dict(type="bool", default=False),
+    karpenter_nodepools=dict(type="list", elements="str", default=[]),
+    karpenter_budgets=dict(type="bool", default=False),
+    rotation_id=dict(type="str"),
+    lease_namespace=dict(type="str", default="kube-system"),
+    batch_size=dict(type="str", default="1"),
+    canary_size=dict(type="str"),
+    most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
+    pool_node_selector=dict(type="dict", default={}),
+    pool_zones=dict(type="list", elements="str"),
+    retire=dict(type="str", choices=list(RETIRE_CHOICES), default="delete"),
+    template_capacity=dict(type="dict"),
+    template_node=dict(type="str"),
+    force=dict(type="bool", default=False),
+    delete_emptydir_data=dict(type="bool", default=False),
+    evict_system_critical=dict(type="bool", default=False),
+    zone_counts_of=dict(type="list", elements="str", default=[]),
+    planned_evictions=dict(type="list", elements="str", default=[]),
+    abort_if=dict(type="dict", default={}, options=dict(
+        pending_pods_for=dict(type="str"),
+        pdb_blocked_for=dict(type="str"),
+    )),
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation_inputs import rotation_plan_error
 
 
-def validated(params):
-    """The RotationRequest of the parameters, or InvalidInput before anything is read."""
-    error = rotation_plan_error(params)
-    if error:
-        raise InvalidInput(error)
-    abort_if = AbortIf(**(params["abort_if"] or {}))
-    settings = RotationSettings(
-        rules=DriftRules(target_kubelet_version=params["target_kubelet_version"], labels=params["wanted_labels"] or {},
-                         max_node_age=params["max_node_age"], annotations=tuple(params["with_annotations"]),
-                         taints=tuple(params["with_taints"]), karpenter_drifted=params["karpenter_drifted"],
-                         nodepools=tuple(params["karpenter_nodepools"])),
-        rotation_id=params["rotation_id"], batch_size=params["batch_size"], canary_size=params["canary_size"],
-        most_disruptive=params["most_disruptive"],
-        options=FilterOptions(force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
-                              evict_system_critical=params["evict_system_critical"]),
-        pool_labels=params["pool_node_selector"] or {}, abort_if=abort_if,
-        pool_zones=None if params["pool_zones"] is None else tuple(params["pool_zones"]),
-        zone_counts_of=tuple(workload_from_key(key) for key in params["zone_counts_of"]),
-        karpenter_budgets=params["karpenter_budgets"], planned_evictions=frozenset(params["planned_evictions"]))
-    return RotationRequest(settings=settings, nodes=tuple(params["nodes"] or ()), node_selector=params["node_selector"],
-                           template_capacity=params["template_capacity"], template_node=params["template_node"],
-                           retire=params["retire"])
+def plan(client, request, _check_mode):
+    """The plan; planning reads and changes nothing, in check mode or not."""
+    return dict(plan_from_cluster(client, request), changed=False)
 
 
 def main():
-    module = kubernetes_module(
-        dict(
-            nodes=dict(type="list", elements="str"),
-            node_selector=dict(type="str"),
-            target_kubelet_version=dict(type="str"),
-            wanted_labels=dict(type="dict", default={}),
-            max_node_age=dict(type="str"),
-            with_annotations=dict(type="list", elements="str", default=[]),
-            with_taints=dict(type="list", elements="str", default=[]),
-            karpenter_drifted=dict(type="bool", default=False),
-            karpenter_nodepools=dict(type="list", elements="str", default=[]),
-            karpenter_budgets=dict(type="bool", default=False),
-            rotation_id=dict(type="str"),
-            batch_size=dict(type="str", default="1"),
-            canary_size=dict(type="str"),
-            most_disruptive=dict(type="str", choices=["first", "last"], default="last"),
-            pool_node_selector=dict(type="dict", default={}),
-            pool_zones=dict(type="list", elements="str"),
-            retire=dict(type="str", choices=list(RETIRE_CHOICES), default="delete"),
-            template_capacity=dict(type="dict"),
-            template_node=dict(type="str"),
-            force=dict(type="bool", default=False),
-            delete_emptydir_data=dict(type="bool", default=False),
-            evict_system_critical=dict(type="bool", default=False),
-            zone_counts_of=dict(type="list", elements="str", default=[]),
-            planned_evictions=dict(type="list", elements="str", default=[]),
-            abort_if=dict(type="dict", default={}, options=dict(
-                pending_pods_for=dict(type="str"),
-                pdb_blocked_for=dict(type="str"),
-            )),
-        ),
-        mutually_exclusive=[["template_capacity", "template_node"]],
-    )
-    run_module(module, lambda client, request: dict(plan_from_cluster(client, request), changed=False), validated)
+    module = kubernetes_module(ARGUMENT_SPEC, mutually_exclusive=[["template_capacity", "template_node"]])
+    run_module(module, plan, RotationRequest.from_params)
 
 
 if __name__ == "__main__":

@@ -193,36 +193,19 @@ api_retries:
   version_added: 0.3.0
 """
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
-    kubernetes_module,
-    run_module,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import record_phase
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    names_error,
-    number_error,
-    text_error,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import PhaseRequest, record_phase
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES, ROLLED_BACK
 
 
-def validated(params):
-    error = first_error(names_error("nodes", params["nodes"], "node", optional=False),
-                        number_error("timeout", params["timeout"], 1),
-                        text_error("rotation_id", params["rotation_id"], optional=False))
-    if error:
-        raise InvalidInput(error)
-    if params["phase"] == ROLLED_BACK and (params["delete"] or params["keep"] is not None):
-        raise InvalidInput("phase rolled-back takes neither delete nor keep: it gives the nodes back as they were.")
-    return params
+def record(client, request, check_mode):
+    results, diff = record_phase(client, request, check_mode)
+    return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff,
+                warnings=["%s: %s" % (entry["name"], entry["retire"]) for entry in results if entry["action"] == "left"])
 
 
 def main():
     module = kubernetes_module(dict(
-        LEASE_ARGUMENT_SPEC,
         nodes=dict(type="list", elements="str", required=True),
         rotation_id=dict(type="str", required=True),
         phase=dict(type="str", required=True, choices=list(PHASES) + [ROLLED_BACK]),
@@ -230,18 +213,8 @@ def main():
         delete=dict(type="bool", default=False),
         delete_node_without_owner=dict(type="bool", default=False),
         timeout=dict(type="int", default=600),
-    ))
-    params = module.params
-
-    def record(client, _settings):
-        results, diff = record_phase(client, params["nodes"], params["rotation_id"], params["phase"],
-                                     params["delete"], module.check_mode, params["timeout"],
-                                     params["delete_node_without_owner"], keep=params["keep"])
-        return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff,
-                    warnings=["%s: %s" % (entry["name"], entry["retire"]) for entry in results
-                              if entry["action"] == "left"])
-
-    run_module(module, record, validated)
+    ), lease=True)
+    run_module(module, record, PhaseRequest.from_params)
 
 
 if __name__ == "__main__":

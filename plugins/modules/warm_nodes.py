@@ -331,36 +331,34 @@ api_retries:
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
-    LEASE_ARGUMENT_SPEC,
     WARM_OPTIONS,
     kubernetes_module,
     run_module,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings, ensure_warm_nodes
 
+ARGUMENT_SPEC = dict(
+    WARM_OPTIONS,
+    state=dict(type="str", choices=["present", "absent"], default="present"),
+    capacity_for_nodes=dict(type="list", elements="str"),
+    template_capacity=dict(type="dict"),
+    template_node=dict(type="str"),
+    node_affinity=dict(type="dict"),
+    tolerations=dict(type="list", elements="dict", default=[]),
+    requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
+    priority_class=dict(type="str", default="kubeops-warm-placeholder"),
+    priority=dict(type="int", default=-10),
+    image=dict(type="str", default="registry.k8s.io/pause:3.10"),
+    wait=dict(type="bool", default=True),
+)
+
 
 def main():
     module = kubernetes_module(
-        dict(
-            LEASE_ARGUMENT_SPEC,
-            **WARM_OPTIONS,
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            capacity_for_nodes=dict(type="list", elements="str"),
-            template_capacity=dict(type="dict"),
-            template_node=dict(type="str"),
-            node_affinity=dict(type="dict"),
-            tolerations=dict(type="list", elements="dict", default=[]),
-            requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
-            priority_class=dict(type="str", default="kubeops-warm-placeholder"),
-            priority=dict(type="int", default=-10),
-            image=dict(type="str", default="registry.k8s.io/pause:3.10"),
-            wait=dict(type="bool", default=True),
-        ),
+        ARGUMENT_SPEC, lease=True,
         mutually_exclusive=[["count", "capacity_for_nodes", "zones"], ["template_capacity", "template_node"]],
-        required_if=[["state", "present", ["count", "capacity_for_nodes", "zones"], True]],
-    )
-    run_module(module, lambda client, settings: ensure_warm_nodes(client, settings, module.check_mode),
-               WarmSettings.from_params)
+        required_if=[["state", "present", ["count", "capacity_for_nodes", "zones"], True]])
+    run_module(module, ensure_warm_nodes, WarmSettings.from_params)
 
 
 if __name__ == "__main__":

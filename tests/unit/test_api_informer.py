@@ -1,5 +1,5 @@
 """api.watch.Informer, the one way the collection watches: a list, then a watch, listed again when the watch
-expired or broke; and Followed, an Informer kept current by a thread. The API server's list and watch are stood in
+expired or broke; and BackgroundInformer, an Informer kept current by a thread. The API server's list and watch are stood in
 for by scripts of their answers."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api import watch 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ConnectionFailed
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
     RELISTED,
-    Followed,
+    BackgroundInformer,
     Informer,
     WatchExpired,
 )
@@ -124,7 +124,7 @@ def test_changes_counts_each_list_and_each_event_but_no_bookmark_even_when_the_v
 
 
 class HeldWatches:
-    """Watch streams for a Followed Informer's thread: each yields its events, then waits until released."""
+    """Watch streams for a BackgroundInformer Informer's thread: each yields its events, then waits until released."""
 
     def __init__(self, monkeypatch, *streams):
         self.streams = list(streams)
@@ -151,7 +151,7 @@ def eventually(condition, seconds=5.0):
 def test_followed_lists_once_and_its_thread_keeps_what_it_holds_current(monkeypatch):
     held = HeldWatches(monkeypatch, ([("ADDED", obj("b", 11)), ("DELETED", obj("a", 12))], None))
     lists = Lists(([obj("a", 9)], "10"))
-    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+    with BackgroundInformer(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
         assert eventually(lambda: followed.snapshot() == ("12", {"b": obj("b", 11)}))
         assert followed.objects() == [obj("b", 11)] and lists.calls == 1
     held.release.set()
@@ -161,7 +161,7 @@ def test_followed_lists_once_and_its_thread_keeps_what_it_holds_current(monkeypa
 def test_followed_lists_again_on_each_read_once_its_watch_failed(monkeypatch):
     HeldWatches(monkeypatch, ([], ConnectionFailed("the API server is gone")))
     lists = Lists(([obj("a", 9)], "10"), ([obj("b", 19)], "20"))
-    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+    with BackgroundInformer(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
         assert eventually(lambda: not followed._thread.is_alive())
         assert followed.snapshot() == ("20", {"b": obj("b", 19)}) and lists.calls == 2
 
@@ -185,7 +185,7 @@ class HeldLists(Lists):
 def test_followed_lists_in_its_thread_so_the_block_goes_on_and_its_first_read_waits_for_the_list(monkeypatch):
     HeldWatches(monkeypatch)
     lists = HeldLists(([obj("a", 9)], "10"))
-    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+    with BackgroundInformer(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
         read = []
         reader = threading.Thread(target=lambda: read.append(followed.snapshot()))
         reader.start()
@@ -200,7 +200,7 @@ def test_followed_whose_list_failed_in_its_thread_lists_in_the_reader_which_hear
     HeldWatches(monkeypatch)
     lists = HeldLists(ConnectionFailed("the API server is gone"), ConnectionFailed("still gone"))
     lists.release.set()
-    with Followed(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
+    with BackgroundInformer(Informer(lists, "list pods"), deadline=time.monotonic() + 60) as followed:
         with pytest.raises(ConnectionFailed, match="still gone"):
             followed.ready().objects()
 
@@ -209,7 +209,7 @@ def test_followed_stopped_before_its_block_ends_stops_watching_at_its_next_event
     held = HeldWatches(monkeypatch, ([], None))
     ticks = itertools.count(0, 2)  # each watch lasts long enough to be opened again, until the deadline
     informer = Informer(Lists(([obj("a", 9)], "10")), "list pods", clock=lambda: next(ticks))
-    with Followed(informer, deadline=100) as followed:
+    with BackgroundInformer(informer, deadline=100) as followed:
         assert followed.objects() == [obj("a", 9)]
         followed.stop()
         held.release.set()

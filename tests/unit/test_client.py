@@ -235,6 +235,31 @@ def test_named_nodes_are_listed_by_their_hostname_label_and_those_not_found_so_r
     assert [unquote_plus(url).rsplit("/", 1)[1] for url in pool.urls[1:]] == ["c", "gone", "Not_A_Label_"]
 
 
+def test_a_list_follows_its_continue_tokens_and_gives_the_last_pages_resource_version():
+    first = {"kind": "PodList", "apiVersion": "v1", "metadata": {"continue": "t1", "resourceVersion": "7"},
+             "items": [{"metadata": {"name": "a"}}]}
+    last = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "8"},
+            "items": [{"metadata": {"name": "b"}}]}
+    client, pool, _sleeps = fake_client((200, first), (200, last))
+    items, version = client.list_with_version(client.core.list_pod_for_all_namespaces, page_size=1)
+    assert ([item["metadata"]["name"] for item in items], version) == (["a", "b"], "8")
+    assert "continue=" not in pool.urls[0] and "continue=t1" in pool.urls[1] and "limit=1" in pool.urls[1]
+
+
+def test_a_custom_resource_not_served_is_none_and_a_page_lost_later_is_raised():
+    first = {"metadata": {"continue": "t1"}, "items": [{"metadata": {"name": "a"}}]}
+    last = {"metadata": {}, "items": [{"metadata": {"name": "b"}}]}
+    client, pool, _sleeps = fake_client((200, first), (200, last))
+    assert client.list_custom("karpenter.sh", "v1", "nodeclaims") == [{"metadata": {"name": "a"}},
+                                                                      {"metadata": {"name": "b"}}]
+    assert "continue=t1" in pool.urls[1]
+    client, _pool, _sleeps = fake_client((404, {"message": "the server could not find the requested resource"}))
+    assert client.list_custom("karpenter.sh", "v1", "nodeclaims") is None
+    client, _pool, _sleeps = fake_client((200, first), (404, {"message": "gone"}))
+    with pytest.raises(ApiException):
+        client.list_custom("karpenter.sh", "v1", "nodeclaims")
+
+
 def test_a_single_node_is_read_by_name():
     client, pool, _sleeps = fake_client((200, node("a")))
     assert client.read_nodes(["a"]) == ([node("a")], [])

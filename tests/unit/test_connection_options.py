@@ -16,8 +16,10 @@ from ansible_collections.kubeops.rotation.plugins.doc_fragments.connection impor
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import (
     CONNECTION_ARGUMENT_SPEC,
     CONNECTION_REQUIRED_BY,
+    LEASE_ARGUMENT_SPEC,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import build_configuration, new_client
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.rollout import RestartSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
 from ansible_collections.kubeops.rotation.plugins.modules import evict, rollout_restart
 
@@ -192,8 +194,9 @@ def module_spec(monkeypatch, module):
     module's main() builds, taken where it asks for its AnsibleModule."""
     captured = {}
 
-    def capture(argument_spec, **kwargs):
-        captured.update(spec=dict(CONNECTION_ARGUMENT_SPEC, **argument_spec), kwargs=kwargs)
+    def capture(argument_spec, lease=False, **kwargs):
+        captured.update(spec=dict(CONNECTION_ARGUMENT_SPEC, **(LEASE_ARGUMENT_SPEC if lease else {}), **argument_spec),
+                        kwargs=kwargs)
         raise SpecCaptured
 
     monkeypatch.setattr(module, "kubernetes_module", capture)
@@ -206,14 +209,14 @@ def test_evict_takes_k8s_drains_names_for_the_timeout_and_the_grace_period(monke
     spec, kwargs = module_spec(monkeypatch, evict)
     params = validated({"nodes": ["n1"], "wait_timeout": 120, "terminate_grace_period": 30}, spec, **kwargs)
     assert (params["timeout"], params["grace_period"]) == (120, 30)
-    selection, options, settings, warming, replacing = evict.validated(params)
-    assert (settings.timeout, settings.grace_period, warming, replacing) == (120, 30, None, None)
+    job, warming, replacing = evict.validated(params)
+    assert (job.settings.timeout, job.settings.grace_period, warming, replacing) == (120, 30, None, None)
 
 
 def test_evict_takes_the_pods_to_replace_first_with_replace_pods_defaults(monkeypatch):
     spec, kwargs = module_spec(monkeypatch, evict)
     params = validated({"nodes": ["n1"], "replace_first": {"pods": ["shop/db-0"], "run_id": " r1 "}}, spec, **kwargs)
-    replacing = evict.validated(params)[4]
+    replacing = evict.validated(params)[2]
     assert (replacing.pods, replacing.run_id, replacing.timeout, replacing.max_concurrent) == (("shop/db-0",), "r1",
                                                                                                900, 4)
 
@@ -229,7 +232,7 @@ def test_evict_takes_the_nodes_to_warm_first_with_warm_nodes_defaults(monkeypatc
     spec, kwargs = module_spec(monkeypatch, evict)
     params = validated({"nodes": ["n1"], "warm_first": {"name": "rotation-r1", "zones": [{"zone": "a", "count": 2}],
                                                         "exclude_nodes": ["n1"], "timeout": "300"}}, spec, **kwargs)
-    warming = evict.validated(params)[3]
+    warming = evict.validated(params)[1]
     assert (warming.name, warming.namespace, warming.zones, warming.exclude_nodes, warming.timeout) == (
         "rotation-r1", "kubeops-warm", ({"zone": "a", "count": 2},), ("n1",), 300)
     assert (warming.present, warming.wait, warming.priority, warming.requests) == (True, True, -10, None)
@@ -266,7 +269,7 @@ def test_rollout_restart_selects_workloads_by_workload_selector_or_its_old_name(
     spec, kwargs = module_spec(monkeypatch, rollout_restart)
     for name in ("workload_selector", "label_selector"):
         params = validated({name: "app=web", "wait_timeout": 60}, spec, **kwargs)
-        settings = rollout_restart.validated(params)
+        settings = RestartSettings.from_params(params)
         assert (settings.label_selector, settings.timeout) == ("app=web", 60), name
 
 
@@ -274,10 +277,10 @@ def test_rollout_restart_names_a_malformed_workload_selector_as_the_task_does(mo
     spec, kwargs = module_spec(monkeypatch, rollout_restart)
     params = validated({"workload_selector": "app in (a"}, spec, **kwargs)
     with pytest.raises(InvalidInput, match='workload_selector "app in \\(a" is not a label selector'):
-        rollout_restart.validated(params)
+        RestartSettings.from_params(params)
     params = validated({"label_selector": "app in (a"}, spec, **kwargs)
     with pytest.raises(InvalidInput, match='label_selector "app in \\(a" is not a label selector'):
-        rollout_restart.validated(params)
+        RestartSettings.from_params(params)
 
 
 def test_an_alias_given_in_the_task_wins_over_the_environment(monkeypatch):

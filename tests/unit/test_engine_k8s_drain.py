@@ -11,7 +11,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, Refused, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.cordon import plan_cordon, plan_uncordon
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import judge_all
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import drain_request, filter_options
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import DrainRequest, filter_options
 from builders import node, pod
 
 NOW = "2026-12-03T06:00:00Z"
@@ -28,23 +28,24 @@ class Cluster:
         monkeypatch.setattr(engine, "apply_cordon", self.apply_cordon)
         monkeypatch.setattr(engine, "drain", self.drain)
 
-    def apply_cordon(self, _client, names, selector, state, why, taint, force, check_mode):
-        self.calls.append((state, force, check_mode))
-        change = plan_cordon(self.node, "admin", why, NOW, taint) if state == "cordoned" else \
-            plan_uncordon(self.node, force)
+    def apply_cordon(self, _client, request, check_mode):
+        self.calls.append((request.state, request.force, check_mode))
+        change = plan_cordon(self.node, "admin", request.why, NOW, request.taint) if request.state == "cordoned" \
+            else plan_uncordon(self.node, request.force)
         if not check_mode:
             self.node["spec"]["unschedulable"] = change.after["unschedulable"]
         return [change]
 
-    def drain(self, _client, selection, options, settings, check_mode):
-        self.calls.append(("drain", selection, check_mode))
+    def drain(self, _client, job, check_mode):
+        self.calls.append(("drain", job.selection, check_mode))
         if isinstance(self.answer, Exception):
             raise self.answer
         return self.answer
 
 
 def request(state="drain", pod_selectors=None, **delete_options):
-    return drain_request("n1", state, pod_selectors, dict(STRICT, **delete_options))
+    return DrainRequest.from_params({"name": "n1", "state": state, "pod_selectors": pod_selectors,
+                                     "delete_options": dict(STRICT, **delete_options)})
 
 
 def entries(pods, outcome, **delete_options):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine import drain as drain_module
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, move
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import DrainJob, PodSelection, move
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, TimedOut
@@ -29,7 +29,7 @@ class Steps:
         self.held_steering = {}
         self.failing = failing
         self.changed = changed
-        monkeypatch.setattr(drain_module, "Followed", self.followed)
+        monkeypatch.setattr(drain_module, "BackgroundInformer", self.followed)
         monkeypatch.setattr(drain_module, "pods_informer", lambda client: "every pod")
         monkeypatch.setattr(drain_module, "ensure_warm_nodes", self.warm)
         monkeypatch.setattr(drain_module, "replace_pods", self.replace)
@@ -38,7 +38,7 @@ class Steps:
     def followed(self, informer, deadline):
         steps = self
 
-        class Followed:
+        class BackgroundInformer:
             def __enter__(self):
                 steps.calls.append(("follow", informer, deadline))
                 return self
@@ -50,7 +50,7 @@ class Steps:
                 steps.calls.append(("listed",))
                 return self
 
-        return Followed()
+        return BackgroundInformer()
 
     def step(self, name, result, error=TimedOut):
         self.calls.append((name,))
@@ -68,15 +68,15 @@ class Steps:
         self.held_steering["replace"] = held_steering
         return self.step("replace", {"workloads": [], "diff": REPLACED_DIFF, "warnings": ["a surge was left"]})
 
-    def drain(self, _client, selection, *_args, **kwargs):
-        self.calls.append(("drain", selection, "every_pod" in kwargs))
+    def drain(self, _client, job, *_args, **kwargs):
+        self.calls.append(("drain", job.selection, "every_pod" in kwargs))
         self.held_steering["drain"] = kwargs.get("held_steering")
         return self.step("drain", {"nodes": ["old-1"], "diff": EVICTED_DIFF}, Blocked)
 
 
 def moved(warming=WARMING, replacing=REPLACING):
-    return move("client", SELECTION, FilterOptions(), EvictionSettings(timeout=30), keep_zones=True,
-                avoid_nodes=("old-1",), warming=warming, replacing=replacing, clock=lambda: 1000.0)
+    job = DrainJob(SELECTION, FilterOptions(), EvictionSettings(timeout=30), keep_zones=True, avoid_nodes=("old-1",))
+    return move("client", job, warming=warming, replacing=replacing, clock=lambda: 1000.0)
 
 
 def test_it_warms_then_replaces_then_drains_every_pod_listed_once_while_warming(monkeypatch):

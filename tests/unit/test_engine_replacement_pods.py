@@ -1,4 +1,4 @@
-"""engine.replacement's view of one workload's pods, and of the other pods its PDBs select, worked out once per
+"""engine.replacement_pods' view of one workload's pods, and of the other pods its PDBs select, worked out once per
 change of the namespace's Informer: the answers of a scan of every pod at each call, scanned again after each event
 and after a list again, kept in between. The API server's list and watch are stood in for by scripts of their
 answers."""
@@ -12,7 +12,7 @@ from builders import pdb, pod
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api import watch as watch_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED, WatchExpired
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import Replacing, _Pods
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement_pods import Replacing, WorkloadPods
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_ready, is_terminal, is_terminating
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_matches
@@ -82,7 +82,7 @@ def names(pods):
 
 
 def web_pods(client):
-    return _Pods(Replacing(client, "run", float("inf")), Workload("Deployment", "ns", "web"), SPEC)
+    return WorkloadPods(Replacing(client, "run", float("inf")), Workload("Deployment", "ns", "web"), SPEC)
 
 
 def assert_as_scanned(state):

@@ -1,6 +1,6 @@
-"""engine.steering's HeldSteering: the steering of a move's replacement stays on for its drain, which patches only
-the nodes it steers otherwise; the taints come off once, at the end, also when a step failed. The API server is stood
-in for by nodes held in memory that the patches change."""
+"""engine.steering's SteeringAcrossSteps: the steering of a move's replacement stays on for its drain, which patches
+only the nodes it steers otherwise; the taints come off once, at the end, also when a step failed. The API server is
+stood in for by nodes held in memory that the patches change."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from builders import node
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine import steering as steering_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
-    HeldSteering,
+    SteeringAcrossSteps,
     steering_while_moving,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import is_steered
@@ -47,7 +47,7 @@ class Nodes:
 
 
 class FollowedNodes:
-    """What api.watch.Followed needs of an Informer: the nodes, then an ADDED event for each of ``coming`` (added to
+    """What api.watch.BackgroundInformer needs of an Informer: the nodes, then an ADDED event for each of ``coming`` (added to
     the nodes as it comes); its watch then ends at once, which ends the following."""
 
     def __init__(self, cluster):
@@ -80,7 +80,7 @@ def cluster(monkeypatch):
 
 
 def test_the_drain_takes_over_the_replacements_steering_and_it_comes_off_once(cluster):
-    with HeldSteering(cluster) as held:
+    with SteeringAcrossSteps(cluster) as held:
         with steering_while_moving(cluster, ["later-1", "later-2"], ["old-1"], held=held) as steered:
             assert steered == ["later-1", "later-2", "new-b"]
         assert cluster.steered() == ["later-1", "later-2", "new-b"], "still on between the steps"
@@ -104,7 +104,7 @@ def test_without_holding_each_step_takes_its_steering_off_at_its_end(cluster):
 
 def test_held_steering_comes_off_when_a_step_fails(cluster):
     with pytest.raises(RuntimeError):
-        with HeldSteering(cluster) as held:
+        with SteeringAcrossSteps(cluster) as held:
             with steering_while_moving(cluster, ["later-1"], ["old-1"], held=held):
                 raise RuntimeError("the replacement timed out")
     assert cluster.steered() == []
@@ -113,7 +113,7 @@ def test_held_steering_comes_off_when_a_step_fails(cluster):
 def test_a_node_that_comes_up_in_a_closed_zone_while_pods_move_is_steered_too_and_cleared_at_the_end(cluster):
     cluster.coming = [node("launched-b", zone="b"), node("launched-a", zone="a"),
                       node("cordoned-b", zone="b", unschedulable=True)]
-    with HeldSteering(cluster) as held:
+    with SteeringAcrossSteps(cluster) as held:
         with steering_while_moving(cluster, ["later-1"], ["old-1"], held=held):
             wait_until(lambda: cluster.came == 3)
             assert cluster.steered() == ["later-1", "launched-b", "new-b"], "zone a is the pods' own"

@@ -1,5 +1,8 @@
 """model/ and plan/ are pure: they import neither the kubernetes library nor Ansible, nor api/, engine/ or
-ansible_module. Checked in a fresh interpreter where kubernetes and ansible cannot be imported at all."""
+ansible_module. Checked in a fresh interpreter where kubernetes and ansible cannot be imported at all.
+
+api/ reads and writes, it does not decide: it imports model/ (and kubernetes, Ansible's module_utils), never
+plan/, engine/ or ansible_module. Checked in a fresh interpreter too."""
 
 from __future__ import annotations
 
@@ -14,16 +17,20 @@ PACKAGE = "ansible_collections.kubeops.rotation.plugins.module_utils"
 PURE = ("model", "plan")
 FORBIDDEN = ("kubernetes", "ansible")
 ACTING = tuple("%s.%s" % (PACKAGE, name) for name in ("api", "engine", "ansible_module"))
+# What api/ must not import: the code that decides (plan/) and the code that acts or reports (engine/,
+# ansible_module).
+NOT_FOR_API = tuple("%s.%s" % (PACKAGE, name) for name in ("plan", "engine", "ansible_module"))
 
 # Runs in the fresh interpreter: argv[1] is the collections root, argv[2] the modules to import, argv[3] the
-# prefixes of the collection's acting modules. Prints what each import did, as JSON.
+# prefixes of the collection's modules they must not import, argv[4] the libraries made unimportable. Prints
+# what each import did, as JSON.
 IMPORT_ALL = """
 import importlib
 import json
 import sys
 
-root, modules, acting = sys.argv[1], json.loads(sys.argv[2]), tuple(json.loads(sys.argv[3]))
-forbidden = %r
+root, modules, watched = sys.argv[1], json.loads(sys.argv[2]), tuple(json.loads(sys.argv[3]))
+forbidden = tuple(json.loads(sys.argv[4]))
 attempts = []
 
 
@@ -40,10 +47,10 @@ def is_under(name, prefixes):
 
 class Guard:
     def find_spec(self, name, path=None, target=None):
-        if is_under(name, forbidden) or is_under(name, acting):
+        if is_under(name, forbidden) or is_under(name, watched):
             attempts.append([importer(), name])
         if is_under(name, forbidden):
-            raise ImportError("%%s is not importable here" %% name)
+            raise ImportError("%s is not importable here" % name)
         return None
 
 
@@ -55,10 +62,10 @@ for module in modules:
     try:
         importlib.import_module(module)
     except Exception as exc:
-        failed[module] = "%%s: %%s" %% (type(exc).__name__, exc)
+        failed[module] = "%s: %s" % (type(exc).__name__, exc)
 print(json.dumps({"already": already, "failed": failed, "attempts": attempts,
-                  "loaded": sorted(name for name in sys.modules if is_under(name, acting + forbidden))}))
-""" % (FORBIDDEN,)
+                  "loaded": sorted(name for name in sys.modules if is_under(name, watched + forbidden))}))
+"""
 
 
 def expose_checkout_as_collection():
@@ -68,11 +75,11 @@ def expose_checkout_as_collection():
         os.symlink(REPO, link)
 
 
-def pure_modules():
-    """Every module of model/ and plan/ (packages included), by its dotted name."""
+def modules_of(folders):
+    """Every module of ``folders`` of module_utils (packages included), by its dotted name."""
     base = os.path.join(REPO, "plugins", "module_utils")
     modules = []
-    for folder in PURE:
+    for folder in folders:
         for directory, subfolders, files in os.walk(os.path.join(base, folder)):
             subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
             package = os.path.relpath(directory, base).replace(os.sep, ".")
@@ -84,17 +91,33 @@ def pure_modules():
     return sorted(modules)
 
 
-def test_model_and_plan_import_nothing_that_talks_to_a_cluster_or_to_ansible():
+def import_all(modules, watched, forbidden):
+    """What importing ``modules`` in a fresh interpreter did, where ``forbidden`` cannot be imported and every
+    import of a module under ``watched`` (or ``forbidden``) is noted with its importer."""
     expose_checkout_as_collection()
-    modules = pure_modules()
-    assert {PACKAGE + ".model.keys", PACKAGE + ".plan.rotation", PACKAGE + ".plan.rebalance.planner"} <= set(modules)
     completed = subprocess.run([sys.executable, "-c", IMPORT_ALL, COLLECTIONS_ROOT, json.dumps(modules),
-                                json.dumps(ACTING)], capture_output=True, text=True, check=False, cwd=REPO)
+                                json.dumps(watched), json.dumps(forbidden)],
+                               capture_output=True, text=True, check=False, cwd=REPO)
     assert completed.returncode == 0, completed.stderr
-    report = json.loads(completed.stdout)
+    return json.loads(completed.stdout)
+
+
+def test_model_and_plan_import_nothing_that_talks_to_a_cluster_or_to_ansible():
+    modules = modules_of(PURE)
+    assert {PACKAGE + ".model.keys", PACKAGE + ".plan.rotation", PACKAGE + ".plan.rebalance.planner"} <= set(modules)
+    report = import_all(modules, ACTING, FORBIDDEN)
     assert report["already"] == [], "the fresh interpreter had them before any import"
     assert report["failed"] == {}, "modules of model/ or plan/ that cannot be imported without kubernetes and " \
                                    "ansible: %s" % report["failed"]
     assert report["attempts"] == [], "model/ and plan/ must not import these (importer, imported): %s" % (
         report["attempts"],)
     assert report["loaded"] == [], "loaded by importing model/ and plan/: %s" % report["loaded"]
+
+
+def test_api_imports_nothing_that_decides_or_acts():
+    modules = modules_of(("api",))
+    assert {PACKAGE + ".api", PACKAGE + ".api.client", PACKAGE + ".api.watch"} <= set(modules)
+    report = import_all(modules, NOT_FOR_API, ())
+    assert report["failed"] == {}, "modules of api/ that cannot be imported: %s" % report["failed"]
+    assert report["attempts"] == [], "api/ must not import these (importer, imported): %s" % (report["attempts"],)
+    assert report["loaded"] == [], "loaded by importing api/: %s" % report["loaded"]

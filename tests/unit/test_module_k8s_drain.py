@@ -11,6 +11,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import CONNECTION_ARGUMENT_SPEC
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import DrainRequest
 from ansible_collections.kubeops.rotation.plugins.modules import k8s_drain
 
 SPEC = dict(CONNECTION_ARGUMENT_SPEC, **k8s_drain.K8S_DRAIN_ARGUMENT_SPEC)
@@ -44,12 +45,12 @@ def validated(arguments):
 
 @pytest.mark.parametrize("arguments", KUBERNETES_CORE_TASKS)
 def test_every_kubernetes_core_task_is_taken_as_written(arguments):
-    request = k8s_drain.validated(validated(arguments))
+    request = DrainRequest.from_params(validated(arguments))
     assert request.name == "node-1"
 
 
 def test_the_defaults_are_kubernetes_cores():
-    request = k8s_drain.validated(validated({"name": "node-1"}))
+    request = DrainRequest.from_params(validated({"name": "node-1"}))
     assert request.state == "drain" and request.pod_selector is None
     assert (request.options.force, request.options.ignore_daemonsets, request.options.delete_emptydir_data) == (
         False, False, False)
@@ -58,24 +59,24 @@ def test_the_defaults_are_kubernetes_cores():
 
 
 def test_the_options_of_a_drain_reach_the_engine():
-    request = k8s_drain.validated(validated(KUBERNETES_CORE_TASKS[4]))
+    request = DrainRequest.from_params(validated(KUBERNETES_CORE_TASKS[4]))
     assert (request.options.force, request.options.ignore_daemonsets, request.options.delete_emptydir_data) == (
         True, True, True)
     assert (request.settings.wait, request.settings.timeout, request.settings.grace_period) == (True, math.inf, 0)
     assert request.settings.disable_eviction is True
-    assert k8s_drain.validated(validated(KUBERNETES_CORE_TASKS[7])).pod_selector == \
+    assert DrainRequest.from_params(validated(KUBERNETES_CORE_TASKS[7])).pod_selector == \
         "app!=csi-attacher,app!=csi-provisioner"
 
 
 def test_an_empty_node_name_is_refused_before_any_request():
     with pytest.raises(InvalidInput, match="name is empty"):
-        k8s_drain.validated(validated({"name": " "}))
+        DrainRequest.from_params(validated({"name": " "}))
 
 
 def test_pod_selectors_that_are_no_selector_are_refused_for_a_drain_only():
     with pytest.raises(InvalidInput, match='pod_selectors "app in \\(a" is not a label selector'):
-        k8s_drain.validated(validated({"name": "node-1", "pod_selectors": ["app in (a"]}))
-    assert k8s_drain.validated(validated({"name": "node-1", "state": "cordon", "pod_selectors": ["app in (a"]}))
+        DrainRequest.from_params(validated({"name": "node-1", "pod_selectors": ["app in (a"]}))
+    assert DrainRequest.from_params(validated({"name": "node-1", "state": "cordon", "pod_selectors": ["app in (a"]}))
 
 
 def test_options_kubernetes_core_does_not_have_are_refused():

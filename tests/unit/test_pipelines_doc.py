@@ -10,7 +10,8 @@ import re
 import pytest
 import yaml
 from ansible.executor.task_queue_manager import TaskQueueManager
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import batch_report
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.batch_failure import batch_failure
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import BatchRun, batch_report
 
 try:
     from ansible.errors import ExitCode
@@ -108,11 +109,14 @@ def test_the_report_keys_the_page_lists_are_what_the_role_writes():
     assert set(REPORT_KEYS) == written
     batch = next(task for task in role_tasks() if str(task.get("name", "")).startswith("Report: planned against done"))
     assert "kubeops.rotation.batch_report(" in batch["ansible.builtin.set_fact"]["rotate_nodes_report"]
-    entry = batch_report({"index": 1, "nodes": ["node-1"], "replace": [], "evict": []}, batches=1, replaced={},
-                         eviction={}, warmed={}, check_mode=False, started=0, now=1)
+    entry = batch_report({"index": 1, "nodes": ["node-1"], "replace": [], "evict": []}, batches=1,
+                         run=BatchRun(replaced={}, eviction={}, warmed={}, started=0, now=1), check_mode=False)
     assert tuple(entry) == BATCH_KEYS
     set_aside = next(task for task in role_tasks() if str(task.get("name", "")).startswith("Set the batch aside"))
-    assert set(LEFT_KEYS) == set(set_aside["vars"]["rotate_nodes_blocked"])
+    assert "rotate_nodes_failure.left" in set_aside["ansible.builtin.set_fact"]["rotate_nodes_left"]
+    blocked = batch_failure({"index": 1, "nodes": ["node-1"]}, {"stage": "move", "task": "evict", "result": {}},
+                            {"id": "r1", "batches": 1, "on_blocked": "skip", "revisiting": True, "keep_warm": False})
+    assert tuple(blocked["left"][0]) == LEFT_KEYS
     for key in REPORT_KEYS + BATCH_KEYS + LEFT_KEYS:
         assert "`%s`" % key in text, key
 

@@ -134,9 +134,9 @@ def said(why_not=None, fit="n0", fit_reason=None):
                                               "fits on ['n0']"]),
     (said(), {"node": "elsewhere"}, ["the scheduler bound it to elsewhere, not a node of its scenario "
                                      "(the test is broken)"]),
-    (said(fit=None, fit_reason="?"), {"node": "n0"}, ["fit() left the pod out (?) but Room.why_not lets it on "
+    (said(fit=None, fit_reason="?"), {"node": "n0"}, ["fit() left the pod out (?) but PlacementSimulator.why_not lets it on "
                                                       "['n0']"]),
-    (said(fit="n1"), {"node": "n0"}, ["fit() put the pod on n1, where Room.why_not says: no node has room for its "
+    (said(fit="n1"), {"node": "n0"}, ["fit() put the pod on n1, where PlacementSimulator.why_not says: no node has room for its "
                                       "requests (cpu 1, memory 0)"]),
     (said(), None, ["the scheduler has neither bound it nor found it Unschedulable"]),
 ])

@@ -15,7 +15,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors i
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
     NO_MATCH,
     DomainCounts,
-    Room,
+    PlacementSimulator,
     domain_counts,
     fit,
     hard_spread_constraints,
@@ -106,7 +106,7 @@ def some_pod(rng, name, node_name):
 
 
 def why_not_by_recount(room, subject, name):
-    """Room.why_not as it was before the Room kept counts: every check from the pods on the nodes."""
+    """PlacementSimulator.why_not as it was before the PlacementSimulator kept counts: every check from the pods on the nodes."""
     candidate = room.nodes[name]
     if not node_accepts(subject, candidate):
         return NO_MATCH
@@ -129,8 +129,8 @@ def why_not_by_recount(room, subject, name):
 
 
 def fit_asking_every_node(pods, nodes, residents, preference=None, bystanders=()):
-    """fit as it was before Room.place: every node of the order asked in turn, with why_not_by_recount."""
-    room = Room(list(nodes) + list(bystanders), residents)
+    """fit as it was before PlacementSimulator.place: every node of the order asked in turn, with why_not_by_recount."""
+    room = PlacementSimulator(list(nodes) + list(bystanders), residents)
     placement, unplaced = {}, []
     for subject in sorted(pods, key=lambda p: (-pod_requests(p)["cpu"], -pod_requests(p)["memory"], pod_key(p))):
         reason = NO_MATCH
@@ -183,7 +183,7 @@ def test_a_rooms_counts_and_indexes_equal_a_recount_after_pods_and_nodes_come_an
     rng = random.Random(seed)
     nodes = [some_node(rng, "n%d" % index) for index in range(8)]
     residents = [some_pod(rng, "r%d" % index, rng.choice(nodes)["metadata"]["name"]) for index in range(20)]
-    room = Room(nodes, residents)
+    room = PlacementSimulator(nodes, residents)
     probes = [(pod("probe-%s-%d" % (app, index), "nowhere", app=app, namespace=namespace, cpu="10m",
                    topologySpreadConstraints=[constraint], **spec), constraint)
               for index, (app, namespace) in enumerate([("web", "ns"), ("api", "other"), ("db", "ns")])
@@ -197,7 +197,7 @@ def test_a_rooms_counts_and_indexes_equal_a_recount_after_pods_and_nodes_come_an
         for probe, constraint in probes:
             recount = domain_counts(probe, constraint, room.nodes.values(), room.pods_by_node)
             assert room.domain_counts(probe, constraint) == recount
-            # why_not reads the smallest count that the Room keeps.
+            # why_not reads the smallest count that the PlacementSimulator keeps.
             assert [room.why_not(probe, name) for name in room.nodes] == \
                 [why_not_by_recount(room, probe, name) for name in room.nodes]
         for namespace, selector in selectors:
@@ -249,7 +249,7 @@ def test_fit_places_every_pod_where_asking_each_node_in_turn_would_and_gives_the
     for preference in (None, zone_b_last):
         expected = fit_asking_every_node(movers, nodes, residents, preference, bystanders)
         assert fit(movers, nodes, residents, preference, bystanders) == expected
-        room = Room(nodes + bystanders, residents)
+        room = PlacementSimulator(nodes + bystanders, residents)
         assert room.place(movers, nodes, preference, (lambda subject: None) if preference else None) == expected
 
 

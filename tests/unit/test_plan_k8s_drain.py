@@ -10,9 +10,9 @@ import pytest
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import judge, judge_all
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import (
     PDB_WAIT_WITHOUT_WAIT_TIMEOUT,
+    DrainRequest,
     deadline_warning,
     drain_report,
-    drain_request,
     drain_text,
     drain_warnings,
     eviction_settings,
@@ -95,7 +95,8 @@ def test_pod_selectors_are_one_selector_that_a_pod_matches_all_of():
 
 
 def test_a_request_carries_the_node_the_state_and_what_the_engine_takes():
-    request = drain_request("n1", "drain", ["app=web"], options(force=True, wait_timeout=30))
+    request = DrainRequest.from_params({"name": "n1", "state": "drain", "pod_selectors": ["app=web"],
+                                        "delete_options": options(force=True, wait_timeout=30)})
     assert (request.name, request.state, request.pod_selector) == ("n1", "drain", "app=web")
     assert request.options.force and (request.settings.wait, request.settings.timeout) == (True, 30)
 

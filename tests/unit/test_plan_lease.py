@@ -13,6 +13,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     renew_request_timeout,
     renew_retry_seconds,
     renewal_refusal,
+    retired_by,
+    with_retired,
 )
 
 NOW = datetime.datetime(2026, 12, 3, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -84,3 +86,31 @@ def test_the_lost_lease_message_says_how_long_what_was_left_and_how_to_resume():
     assert message.startswith("Lost the Lease kube-system/kubeops-rotation: not renewed for 20 s, past its renew "
                               "deadline of 20 s (it expires 30 s after the last renewal)")
     assert "timed out" in message and "rerun with the same run id" in message
+
+
+def test_the_nodes_a_rotation_retired_are_recorded_for_that_rotation_only():
+    held = lease()
+    assert retired_by(held, "r1") == frozenset()
+    recorded = with_retired(held, "r1", ["node-2", "node-1"])
+    assert recorded["metadata"]["resourceVersion"] == "5"
+    assert retired_by(recorded, "r1") == {"node-1", "node-2"}
+    assert retired_by(recorded, "r2") == frozenset()
+    more = with_retired(recorded, "r1", ["node-3"])
+    assert retired_by(more, "r1") == {"node-1", "node-2", "node-3"}
+    assert with_retired(more, "r1", ["node-1"]) is None
+    assert retired_by(with_retired(more, "r2", ["node-9"]), "r2") == {"node-9"}
+
+
+def test_the_record_outlives_renewals_a_release_and_another_run_taking_the_lease():
+    recorded = with_retired(lease(), "r1", ["node-1"])
+    renewed = held_lease("kubeops-rotation", "kube-system", "r1", "r1", NOW, 60, recorded)
+    released = released_lease(renewed)
+    taken = held_lease("kubeops-rotation", "kube-system", "r2", "r2", NOW, 60, released)
+    for later in (renewed, released, taken):
+        assert retired_by(later, "r1") == {"node-1"}
+
+
+def test_a_record_that_is_not_ours_or_not_readable_records_nothing():
+    unreadable = dict(lease(), metadata={"annotations": {"kubeops.io/retired-nodes": "not json"}})
+    assert retired_by(unreadable, "r1") == frozenset()
+    assert retired_by(None, "r1") == frozenset()

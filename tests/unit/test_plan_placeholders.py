@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
+    Exclusion,
+    PlaceholderPods,
     autoscaler_refusal,
     excluded_hostnames,
     excludes_by_label,
@@ -18,8 +20,9 @@ NOT_OLD = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["old
 SET = {"kubeops.io/warm-set": "warm"}
 
 
-def build(**options):
-    return placeholder_deployment("warm", "kubeops", 3, "kubeops-placeholder", **options)
+def build(replicas=3, zone=None, exclude_nodes=(), exclude_hostnames=frozenset(), exclude_by_label=False, **pods):
+    return placeholder_deployment(PlaceholderPods("warm", "kubeops", "kubeops-placeholder", **pods), replicas, zone,
+                                  Exclusion(exclude_nodes, exclude_hostnames, exclude_by_label))
 
 
 def pod_spec(deployment):
@@ -121,7 +124,7 @@ def test_the_spec_hash_changes_with_the_pod_spec_only():
         return deployment["metadata"]["annotations"]["kubeops.io/placeholder-spec"]
 
     assert len(spec_hash(build())) == 16
-    assert spec_hash(build()) == spec_hash(placeholder_deployment("warm", "kubeops", 7, "kubeops-placeholder"))
+    assert spec_hash(build()) == spec_hash(build(replicas=7))
     assert spec_hash(build()) != spec_hash(build(exclude_nodes=["old-1"]))
     assert spec_hash(build()) != spec_hash(build(requests={"cpu": "20m"}))
     assert spec_hash(build()) != spec_hash(build(node_selector={"pool": "new"}))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
-    Room,
+    PlacementSimulator,
     bound_volume,
     domain_counts,
     fit,
@@ -101,7 +101,7 @@ def test_domain_counts_count_matching_pods_of_the_namespace_on_nodes_the_pod_may
 
 
 def test_room_takes_requests_off_allocatable_as_pods_come_and_go():
-    room = Room([node("n1", cpu="2")], [pod("resident", cpu="500m"), pod("elsewhere", "n9", cpu="1")])
+    room = PlacementSimulator([node("n1", cpu="2")], [pod("resident", cpu="500m"), pod("elsewhere", "n9", cpu="1")])
     assert room.free["n1"]["cpu"] == pytest.approx(1.5) and room.free["n1"]["pods"] == 109
     assert [p["metadata"]["name"] for p in room.pods_by_node["n1"]] == ["resident"]
     mover = pod("mover", cpu="1")
@@ -113,7 +113,7 @@ def test_room_takes_requests_off_allocatable_as_pods_come_and_go():
 
 
 def test_room_says_why_a_pod_may_not_go_to_a_node():
-    room = Room([node("n1", cpu="2", zone="a"), node("n2", zone="b", taints=[GPU]), node("n3", zone="a")],
+    room = PlacementSimulator([node("n1", cpu="2", zone="a"), node("n2", zone="b", taints=[GPU]), node("n3", zone="a")],
                 [pod("db-0", app="db"), pod("big", "n3", cpu="3")])
     assert room.why_not(pod("web"), "n1") is None
     assert room.why_not(pod("web"), "n2") == "no node matches its node selector, affinity or tolerations"
@@ -125,7 +125,7 @@ def test_room_says_why_a_pod_may_not_go_to_a_node():
 
 def test_room_keeps_a_pods_own_zone_spread_constraint():
     nodes = [node("a-0", zone="a"), node("b-0", zone="b"), node("plain")]
-    room = Room(nodes, [pod("w1", "a-0"), pod("w2", "b-0"), pod("w3", "a-0")])
+    room = PlacementSimulator(nodes, [pod("w1", "a-0"), pod("w2", "b-0"), pod("w3", "a-0")])
     spreading = pod("w4", topologySpreadConstraints=ZONE_SPREAD)
     assert room.why_not(spreading, "a-0") == \
         "its topology spread constraint on topology.kubernetes.io/zone would be broken"
@@ -196,7 +196,7 @@ def test_anti_affinity_counts_the_pods_own_namespace_unless_the_term_names_other
 
 
 def test_a_pod_adds_to_its_spread_count_only_when_its_constraint_selects_it():
-    from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room
+    from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import PlacementSimulator
 
     nodes = [node("a1", zone="a"), node("b1", zone="b")]
     residents = [pod("web-1", "a1", app="web")]
@@ -204,11 +204,11 @@ def test_a_pod_adds_to_its_spread_count_only_when_its_constraint_selects_it():
         "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": "web"}}}])
     # a has 1 web pod, b 0: a pod the constraint does not select leaves the skew at 1 on a, so a is allowed.
-    assert Room(nodes, residents).why_not(counted_elsewhere, "a1") is None
+    assert PlacementSimulator(nodes, residents).why_not(counted_elsewhere, "a1") is None
     selected = pod("web-2", None, app="web", topologySpreadConstraints=counted_elsewhere["spec"][
         "topologySpreadConstraints"])
     broken = "its topology spread constraint on %s would be broken" % ZONE
-    assert Room(nodes, residents).why_not(selected, "a1") == broken
+    assert PlacementSimulator(nodes, residents).why_not(selected, "a1") == broken
 
 
 def test_a_domain_whose_nodes_lack_the_key_of_another_constraint_holds_none_of_the_first():
@@ -220,7 +220,7 @@ def test_a_domain_whose_nodes_lack_the_key_of_another_constraint_holds_none_of_t
     spreading = pod("web-3", None, topologySpreadConstraints=[zone_spread(), rack_spread])
     # c1 has no rack label, so zone c has no node the zone constraint counts: the zone constraint lets c1
     # be (0 pods there, as the scheduler counts a domain it never saw), the rack constraint refuses it.
-    assert Room(nodes, residents).why_not(spreading, "c1") == "its topology spread constraint on rack would be broken"
+    assert PlacementSimulator(nodes, residents).why_not(spreading, "c1") == "its topology spread constraint on rack would be broken"
     assert fit([spreading], nodes, residents) == ({"ns/web-3": "a1"}, [])
 
 
@@ -230,7 +230,7 @@ def fits_on(room, new_pod):
 
 def test_min_domains_measures_the_skew_from_zero_while_fewer_zones_have_a_node():
     nodes = [node("a-0", zone="a"), node("b-0", zone="b")]
-    room = Room(nodes, [pod("w1", "a-0"), pod("w2", "b-0")])
+    room = PlacementSimulator(nodes, [pod("w1", "a-0"), pod("w2", "b-0")])
     assert fits_on(room, pod("w3", topologySpreadConstraints=[zone_spread()])) == ["a-0", "b-0"]
     three = dict(zone_spread(), minDomains=3)
     assert fits_on(room, pod("w3", topologySpreadConstraints=[three])) == [], "1 + 1 is 2 more than none"
@@ -241,7 +241,7 @@ def test_min_domains_measures_the_skew_from_zero_while_fewer_zones_have_a_node()
 def test_match_label_keys_count_only_the_pods_of_the_same_revision():
     nodes = [node("a-0", zone="a"), node("b-0", zone="b")]
     old = [pod("w%d" % index, "a-0", labels={"pod-template-hash": "old"}) for index in range(3)]
-    room = Room(nodes, old + [pod("w3", "b-0", labels={"pod-template-hash": "new"})])
+    room = PlacementSimulator(nodes, old + [pod("w3", "b-0", labels={"pod-template-hash": "new"})])
     by_revision = dict(zone_spread(), matchLabelKeys=["pod-template-hash"])
     new = pod("w4", labels={"pod-template-hash": "new"}, topologySpreadConstraints=[by_revision])
     assert fits_on(room, new) == ["a-0"], "the new revision has one pod, in b: a is where it spreads"
@@ -253,7 +253,7 @@ def test_the_node_policies_say_which_nodes_a_spread_counts():
     gpu = [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
     nodes = [node("a-0", zone="a"), node("b-0", zone="b"), node("c-0", zone="c", taints=gpu),
              node("d-0", zone="d", labels={"disk": "hdd"})]
-    room = Room(nodes, [pod("w1", "a-0"), pod("w2", "b-0")])
+    room = PlacementSimulator(nodes, [pod("w1", "a-0"), pod("w2", "b-0")])
     on_ssd_or_not = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}]}}}
     # Honor node affinity (d is not counted), Ignore taints (c counts, with none): a and b have one more than c.

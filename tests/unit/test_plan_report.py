@@ -6,9 +6,14 @@ from __future__ import annotations
 import ast
 import os
 
+import pytest
 import yaml
 from ansible_collections.kubeops.rotation.plugins.filter.batch_report import FilterModule
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import batch_report, report_tables
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.report import (
+    BatchRun,
+    batch_report,
+    report_tables,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH = {
@@ -36,7 +41,7 @@ def report(**changed):
     arguments = dict(batch=BATCH, batches=3, replaced=REPLACED, eviction=EVICTION, warmed=WARMED, check_mode=False,
                      started=STARTED, now=STARTED + 48.26)
     arguments.update(changed)
-    return batch_report(**arguments)
+    return FilterModule().filters()["batch_report"](**arguments)
 
 
 def test_a_batch_that_did_what_was_planned_reports_every_key_in_order_and_no_difference():
@@ -120,14 +125,22 @@ def test_seconds_are_rounded_to_a_tenth_from_a_start_noted_as_text():
     assert report(now=STARTED + 7)["row"].endswith("| 7.0 |")
 
 
-def test_the_filter_is_the_report_and_its_documentation_names_every_key():
-    assert FilterModule().filters()["batch_report"] is batch_report
+def test_the_filter_is_the_report_and_its_documentation_names_every_key_and_option():
+    run = BatchRun(replaced=REPLACED, eviction=EVICTION, warmed=WARMED, started=STARTED, now=STARTED + 48.26)
+    assert report() == batch_report(BATCH, 3, run, False)
     with open(os.path.join(REPO, "plugins", "filter", "batch_report.py")) as handle:
         tree = ast.parse(handle.read())
     strings = {node.targets[0].id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
                and isinstance(node.value, ast.Constant)}
     documented = yaml.safe_load(strings["RETURN"])["_value"]["contains"]
     assert list(documented) == list(report())
+    options = set(yaml.safe_load(strings["DOCUMENTATION"])["options"]) - {"_input"}
+    assert options == {"batches", "check_mode"} | set(BatchRun.__dataclass_fields__)
+
+
+def test_the_filter_names_an_option_it_does_not_take():
+    with pytest.raises(TypeError, match="retired_started"):
+        report(retired_started=STARTED)
 
 
 def test_the_report_tables_show_each_batch_and_each_workloads_zones_before_and_after():

@@ -78,7 +78,22 @@ KEEPALIVE_OPTIONS = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)] + [
 LIST_PAGE_SIZE = 5000
 
 
-def each_at_once(work, items):
+def run_request_hooks(hooks, method):
+    """What engine.lease sets on a client, run before each of its requests (``hooks``: a RetryingApiClient, or
+    anything with its before_request, before_first_write and first_write_lock): the Lease's check, and before the
+    first write, the Lease's take. Writes from several threads wait for the first of them to take it; a take that
+    failed raises in the thread that tried (an Event's, perhaps, which swallows it), and the next write tries
+    again, so that no write goes out before the Lease is taken."""
+    if hooks.before_request:
+        hooks.before_request(method)
+    if method.upper() not in READ_METHODS and hooks.before_first_write:
+        with hooks.first_write_lock:
+            if hooks.before_first_write:
+                hooks.before_first_write()
+                hooks.before_first_write = None
+
+
+def each_concurrently(work, items):
     """``work(item)`` for each of ``items`` (a node to patch, a node whose pods to list, a kind to list),
     NODE_REQUESTS_AT_ONCE at a time; the results in the items' order (the first exception raised is raised)."""
     if len(items) <= 1:
@@ -191,7 +206,7 @@ if k8s_client is not None:
             # Requests sent again after a transient fault, and writes among them whose answer was lost.
             self.retries = {"requests": 0, "lost_answers": 0}
             self._count_lock = threading.Lock()
-            self._first_write_lock = threading.Lock()
+            self.first_write_lock = threading.Lock()
             # Called once, just before the first write: the Lease is taken there (engine.lease).
             self.before_first_write = None
             # Whether the API server has answered once: until then a refused connection is not retried long.
@@ -247,14 +262,7 @@ if k8s_client is not None:
             A request is repeated while the time spent on it before the attempt that failed (its earlier
             attempts and the waits between them) stays within ``retry_budget``: attempts that time out count in
             full, so at worst a request takes the budget, one read timeout and one backoff."""
-            if self.before_request:
-                self.before_request(method)
-            if method.upper() not in READ_METHODS and self.before_first_write:
-                # Writes from several threads wait here until the first of them has taken the Lease.
-                with self._first_write_lock:
-                    first_write, self.before_first_write = self.before_first_write, None
-                    if first_write:
-                        first_write()
+            run_request_hooks(self, method)
             attempt, waited = 0, 0.0
             while True:
                 attempt += 1
@@ -455,19 +463,9 @@ class Client:
     def read_nodes(self, names=None, selector=None):
         """Nodes named in ``names`` plus those matching ``selector``, as dicts, and the names that do not exist.
 
-        Several names are listed by the kubernetes.io/hostname label, which the kubelet sets to the node's name:
-        a request per NAMES_PER_LIST names instead of one per node (a rotation's 100 nodes, read by each of its
-        steps). A name those lists did not find (a hostname of its own, a name that is no label value) is read
-        by itself."""
-        nodes = {}
-        listable = sorted({name for name in names or () if label_value_error(name) is None})
-        if len(listable) > 1:
-            for start in range(0, len(listable), NAMES_PER_LIST):
-                chosen = listable[start:start + NAMES_PER_LIST]
-                for node in self.list_all(self.core.list_node, label_selector="%s in (%s)" % (
-                        HOSTNAME_LABEL, ",".join(chosen))):
-                    if node["metadata"]["name"] in chosen:
-                        nodes[node["metadata"]["name"]] = node
+        Several names are listed by their hostname label (nodes_by_hostname). A name those lists did not find
+        (a hostname of its own, a name that is no label value) is read by itself."""
+        nodes = nodes_by_hostname(self, names)
         missing = []
         for name in names or []:
             if name in nodes:
@@ -515,35 +513,55 @@ class Client:
         The API's JSON is read as it is: building the client's typed objects and turning them back into
         dicts cost seconds for a few thousand pods.
         """
-        items = []
-        token = None
-        while True:
-            response = list_method(limit=page_size, _continue=token, _preload_content=False, **kwargs)
-            page = json.loads(response.data)
+        items, metadata = [], {}
+        for page in each_page(lambda token: json.loads(list_method(
+                limit=page_size, _continue=token, _preload_content=False, **kwargs).data)):
             items.extend(page.get("items") or [])
             metadata = page.get("metadata") or {}
-            token = metadata.get("continue")
-            if not token:
-                return items, metadata.get("resourceVersion")
+        return items, metadata.get("resourceVersion")
 
     def list_custom(self, group, version, plural, page_size=LIST_PAGE_SIZE, **kwargs):
         """Every object of a cluster-scoped custom resource, fetched page by page; None when the API server
         does not serve the resource (its CRD is not installed). ``kwargs`` go to each page's call
         (label_selector, _request_timeout)."""
         items = []
-        token = None
-        while True:
-            try:
-                page = self.custom.list_cluster_custom_object(group, version, plural, limit=page_size,
-                                                              _continue=token, **kwargs)
-            except ApiException as exc:
-                if is_not_found(exc) and not items:
-                    return None
-                raise
-            items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
+        try:
+            for page in each_page(lambda token: self.custom.list_cluster_custom_object(
+                    group, version, plural, limit=page_size, _continue=token, **kwargs)):
+                items.extend(page.get("items") or [])
+        except ApiException as exc:
+            if is_not_found(exc) and not items:
+                return None
+            raise
+        return items
+
+
+def each_page(read_page):
+    """The pages of a list (dicts of the API's JSON), ``read_page(token)`` each: None for the first, then the
+    ``continue`` token of the page before, until a page has none."""
+    token = None
+    while True:
+        page = read_page(token)
+        yield page
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
+
+
+def nodes_by_hostname(client, names):
+    """{name: node} of the nodes ``names`` that their kubernetes.io/hostname label (which the kubelet sets to
+    the node's name) finds, listed by that label: a request per NAMES_PER_LIST names instead of one per node (a
+    rotation's 100 nodes, read by each of its steps). Nothing for fewer than two names that are label values."""
+    nodes = {}
+    listable = sorted({name for name in names or () if label_value_error(name) is None})
+    if len(listable) > 1:
+        for start in range(0, len(listable), NAMES_PER_LIST):
+            chosen = listable[start:start + NAMES_PER_LIST]
+            for node in client.list_all(client.core.list_node, label_selector="%s in (%s)" % (
+                    HOSTNAME_LABEL, ",".join(chosen))):
+                if node["metadata"]["name"] in chosen:
+                    nodes[node["metadata"]["name"]] = node
+    return nodes
 
 
 def separate_client(client, timeout, retry_budget):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
@@ -27,7 +27,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors i
 NODE_BY_NODE_LISTS = 50
 
 RotationSnapshot = namedtuple("RotationSnapshot", "nodes candidates pods pdbs owners claim_zones node_claims node_pools "
-                                                  "deployments stateful_sets hpas")
+                                                  "deployments stateful_sets hpas missing")
 
 
 def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_selector=None, field_selector=None):
@@ -60,7 +60,7 @@ def select_pods(client, nodes=None, node_selector=None, namespaces=None, pod_sel
 
 def every_node_and_pod(client):
     """(every node, every pod), the two lists side by side."""
-    nodes, pods = each_at_once(lambda read: read(), [lambda: list_nodes(client), lambda: pods_in(client)])
+    nodes, pods = each_concurrently(lambda read: read(), [lambda: list_nodes(client), lambda: pods_in(client)])
     return nodes, pods
 
 
@@ -69,7 +69,7 @@ def pods_on_nodes(client, node_names, label_selector=None, field_selector=None):
     at once) up to NODE_BY_NODE_LISTS nodes, which reads only their pods, beyond that one list of all pods."""
     fields = [field_selector] if field_selector else []
     if len(node_names) <= NODE_BY_NODE_LISTS:
-        pods = [pod for listed in each_at_once(lambda name: client.list_all(
+        pods = [pod for listed in each_concurrently(lambda name: client.list_all(
             client.core.list_pod_for_all_namespaces, label_selector=label_selector,
             field_selector=",".join(fields + ["spec.nodeName=%s" % name])), list(node_names)) for pod in listed]
     else:
@@ -134,8 +134,8 @@ def template_allocatable(client, template_capacity=None, template_node=None, nod
 
 
 def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpenter_candidates=False, nodepools=()):
-    """Nodes, pods, PDBs, ReplicaSet owners and workload replicas, each listed once, and the candidate
-    nodes (``names`` plus those matching ``selector``). With ``karpenter``, Karpenter's NodeClaims and
+    """Nodes, pods, PDBs, ReplicaSet owners and workload replicas, each listed once, the candidate
+    nodes (``names`` plus those matching ``selector``) and the ``names`` of no node (``missing``). With ``karpenter``, Karpenter's NodeClaims and
     NodePools too; with ``karpenter_candidates``, the nodes of the NodeClaims (of ``nodepools``, when
     given) are candidates as well."""
     # Every kind, a few lists at once: a large cluster's pods take most of the time, the rest rides along.
@@ -150,16 +150,13 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
         lambda: client.list_all(client.apps.list_stateful_set_for_all_namespaces),
         lambda: client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces),
         lambda: owners_of_replica_sets(client)]
-    nodes, pods, claims, pools, selected, pdbs, deployments, stateful_sets, hpas, owners = each_at_once(
+    nodes, pods, claims, pools, selected, pdbs, deployments, stateful_sets, hpas, owners = each_concurrently(
         lambda read: read(), reads)
     known = {node_name(node) for node in nodes}
-    missing = sorted(set(names or ()) - known)
-    if missing:
-        raise NotFound("No node named %s; nothing was planned." % ", ".join(missing))
-    candidates = set(names or ()) | {node_name(node) for node in selected}
+    candidates = (set(names or ()) & known) | {node_name(node) for node in selected}
     if karpenter_candidates:
         candidates |= {claim_node(claim) for claim in claims
                        if claim_node(claim) in known and (not nodepools or claim_pool(claim) in nodepools)}
     zones = claim_zones(client, [pod for pod in pods if node_of(pod) in candidates])
     return RotationSnapshot(nodes, frozenset(candidates), pods, pdbs, owners, zones, claims, pools, deployments,
-                            stateful_sets, hpas)
+                            stateful_sets, hpas, frozenset(set(names or ()) - known))

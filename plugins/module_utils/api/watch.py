@@ -92,7 +92,7 @@ class Informer:
         self.version = None
         self.changes = 0
         self.last_change = None
-        # Held while the objects change, so that another thread reads them whole (Followed).
+        # Held while the objects change, so that another thread reads them whole (BackgroundInformer).
         self.lock = threading.Lock()
 
     def start_from(self, version, objects=None):
@@ -162,7 +162,7 @@ class Informer:
         return answer
 
 
-class Followed:
+class BackgroundInformer:
     """An Informer listed once and kept current by a thread that watches it while the ``with`` block runs (up to
     ``deadline`` of its clock), so that the steps of one move read what it holds at any moment instead of listing it
     again each. The list too is taken by the thread, so that the block's first step (warming nodes) need not wait

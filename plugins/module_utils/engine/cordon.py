@@ -6,35 +6,52 @@
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
+from dataclasses import dataclass
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.cordon import plan_cordon, plan_uncordon
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import phase_annotations
 
 
-def apply_cordon(client, names, selector, state, why, taint, force, check_mode, rotation_id=None, now=None,
-                 attempts=3):
-    """Plan every selected node, then patch those that change, a few at once; returns the NodeChanges, sorted by
-    name.
+@dataclass(frozen=True)
+class CordonRequest:
+    """Which nodes to cordon or uncordon (by name, and those matching ``selector``) and how: the cordon module's
+    options. ``why`` is the reason recorded on a cordon; ``force`` undoes a cordon the collection did not make;
+    ``rotation_id`` records the rotation's "cordoned" phase in the same patch."""
 
-    With ``rotation_id``, a cordon also records the rotation's "cordoned"
-    phase in the same patch. A patch whose resourceVersion test fails (the
-    node changed in between) is planned again from a fresh read, up to
-    ``attempts`` times.
+    names: tuple = ()
+    selector: str | None = None
+    state: str = "cordoned"
+    why: str = ""
+    taint: bool = False
+    force: bool = False
+    rotation_id: str | None = None
+
+
+def apply_cordon(client, request, check_mode, now=None, attempts=3):
+    """Plan every node ``request`` (a CordonRequest) selects, then patch those that change, a few at once; returns
+    the NodeChanges, sorted by name.
+
+    With ``request.rotation_id``, a cordon also records the rotation's
+    "cordoned" phase in the same patch. A patch whose resourceVersion test
+    fails (the node changed in between) is planned again from a fresh read, up
+    to ``attempts`` times.
     """
-    nodes, missing = client.read_nodes(names, selector)
+    nodes, missing = client.read_nodes(request.names, request.selector)
     if missing:
         raise NotFound.nodes(missing)
-    who = client.whoami()["username"] if state == "cordoned" else None
+    cordoning = request.state == "cordoned"
+    who = client.whoami()["username"] if cordoning else None
     now = now or utc_now()
 
     def plan(node):
-        if state == "cordoned":
-            record = phase_annotations(node, rotation_id, "cordoned", now) if rotation_id else None
-            change = plan_cordon(node, who, why, now, taint, record)
+        if cordoning:
+            record = phase_annotations(node, request.rotation_id, "cordoned", now) if request.rotation_id else None
+            change = plan_cordon(node, who, request.why, now, request.taint, record)
         else:
-            change = plan_uncordon(node, force)
+            change = plan_uncordon(node, request.force)
         return change, change.patch
 
-    return each_at_once(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts), nodes)
+    return each_concurrently(lambda node: client.update_node(node, plan, apply=not check_mode, attempts=attempts), nodes)

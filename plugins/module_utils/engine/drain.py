@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot import (
     claim_zones,
@@ -17,11 +17,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
     pods_on_nodes,
     select_pods,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Followed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import BackgroundInformer
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_informer
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.events import EventRecorder
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import (
-    HeldSteering,
+    MovingPods,
+    SteeringAcrossSteps,
     steering_while_moving,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
@@ -38,11 +39,13 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request, total_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import (
+    EvictionSettings,
     Outcome,
     summarize_entries,
     timeout_message,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import (
+    FilterOptions,
     judge_all,
     left_behind,
     refusal_message,
@@ -70,6 +73,20 @@ class PodSelection:
         return bool(self.nodes) and self == PodSelection(nodes=self.nodes)
 
 
+@dataclass(frozen=True)
+class DrainJob:
+    """What one drain does: the pods it selects, how it judges them (``options``) and evicts them (``settings``),
+    whether pods that refuse to leave are left (``skip_refused``) rather than stopping it, and where the
+    replacements may not go: ``avoid_nodes``, and with ``keep_zones`` outside the zones of the drained nodes."""
+
+    selection: PodSelection
+    options: FilterOptions
+    settings: EvictionSettings
+    skip_refused: bool = False
+    keep_zones: bool = False
+    avoid_nodes: tuple = ()
+
+
 def _outcome(pod_plan):
     if pod_plan.removes:
         return "planned"
@@ -87,20 +104,19 @@ def _removed(entries, outcomes):
                       for entry in entries if entry["outcome"] in outcomes)
 
 
-def move(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False, avoid_nodes=(),
-         warming=None, replacing=None, clock=time.monotonic):
-    """What drain does, after nodes are warmed for the pods with ``warming`` (engine.warm.WarmSettings) and the pods
-    ``replacing`` (engine.replacement.ReplaceSettings) are replaced first, as warm_nodes, replace_pods and drain do
-    one after the other. With either, every pod is listed once for all of them, while the nodes warm, and followed
-    meanwhile (api.watch.Followed), not listed again by each; the replacement's steering stays on for the drain,
-    which changes only the nodes it steers otherwise, and comes off once, at the end (engine.steering.HeldSteering).
+def move(client, job, check_mode=False, warming=None, replacing=None, clock=time.monotonic):
+    """What drain does with ``job`` (a DrainJob), after nodes are warmed for the pods with ``warming``
+    (engine.warm.WarmSettings) and the pods ``replacing`` (engine.replacement.ReplaceSettings) are replaced first, as
+    warm_nodes, replace_pods and drain do one after the other. With either, every pod is listed once for all of them, while the nodes warm, and followed
+    meanwhile (api.watch.BackgroundInformer), not listed again by each; the replacement's steering stays on for the drain,
+    which changes only the nodes it steers otherwise, and comes off once, at the end (engine.steering.SteeringAcrossSteps).
     Returns drain's result with ``warmed`` and ``replaced``, warm_nodes' and replace_pods'; an error of any step
     carries what was done so far the same way."""
     if warming is None and replacing is None:
-        return drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes)
-    deadline = clock() + sum(step.timeout for step in (warming, replacing) if step is not None) + settings.timeout
+        return drain(client, job, check_mode)
+    deadline = clock() + sum(step.timeout for step in (warming, replacing) if step is not None) + job.settings.timeout
     done = {}
-    with Followed(pods_informer(client), deadline) as every_pod, HeldSteering(client) as held_steering:
+    with BackgroundInformer(pods_informer(client), deadline) as every_pod, SteeringAcrossSteps(client) as held_steering:
         step = "warmed"
         try:
             if warming is not None:
@@ -110,12 +126,11 @@ def move(client, selection, options, settings, skip_refused=False, check_mode=Fa
             every_pod.ready()
             step = "replaced"
             if replacing is not None:
-                replacing = replace(replacing, avoid_nodes=tuple(avoid_nodes), keep_zones=keep_zones)
+                replacing = replace(replacing, avoid_nodes=tuple(job.avoid_nodes), keep_zones=job.keep_zones)
                 done[step] = replace_pods(client, replacing, check_mode, every_pod=every_pod,
                                           held_steering=held_steering)
             step = None
-            result = drain(client, selection, options, settings, skip_refused, check_mode, keep_zones, avoid_nodes,
-                           every_pod=every_pod, held_steering=held_steering)
+            result = drain(client, job, check_mode, every_pod=every_pod, held_steering=held_steering)
         except KubeopsError as exc:
             exc.result = _with_steps(exc.result, done) if step is None else \
                 _with_steps({"changed": False}, dict(done, **{step: exc.result}))
@@ -137,26 +152,26 @@ def _with_steps(result, done):
     return result
 
 
-def drain(client, selection, options, settings, skip_refused=False, check_mode=False, keep_zones=False,
-          avoid_nodes=(), every_pod=None, held_steering=None):
-    """Select, judge and (unless ``check_mode``) evict; returns the result.
+def drain(client, job, check_mode=False, every_pod=None, held_steering=None):
+    """Select, judge and (unless ``check_mode``) evict the pods of ``job`` (a DrainJob); returns the result.
 
-    While the pods leave, the replacements are kept off ``avoid_nodes`` and, with ``keep_zones``, steered
+    While the pods leave, the replacements are kept off ``job.avoid_nodes`` and, with ``job.keep_zones``, steered
     away from the nodes outside the zones of the selected nodes, so that they stay in their zone where it
-    has room (engine.steering). With ``every_pod`` (api.watch.Followed), the steering reads every pod from it;
-    with ``held_steering`` (engine.steering.HeldSteering), it takes over the steering of the step before.
+    has room (engine.steering). With ``every_pod`` (api.watch.BackgroundInformer), the steering reads every pod from it;
+    with ``held_steering`` (engine.steering.SteeringAcrossSteps), it takes over the steering of the step before.
 
     Raises Refused (a Blocked) when pods are refused (nothing evicted), Blocked when evictions
     failed, TimedOut at the deadline; each carries the result.
     """
-    steers = bool(avoid_nodes or keep_zones) and not check_mode
+    selection, options, settings = job.selection, job.options, job.settings
+    steers = bool(job.avoid_nodes or job.keep_zones) and not check_mode
     (pods, node_names), listed = _select(client, selection, steers, every_pod)
     if every_pod is not None:
         # Read for the last time: its watch ends rather than follow every pod the evictions move.
         every_pod.stop()
     plans = judge_all(pods, options, claim_zones(client, pods))
     result = {"changed": False, "nodes": node_names}
-    if refused(plans) and not skip_refused:
+    if refused(plans) and not job.skip_refused:
         entries = [dict(p.summary(), outcome="refused" if p.verdict.action == "refuse" else "not attempted")
                    for p in plans]
         result.update(elapsed_seconds=0.0, pods=entries, summary=summarize_entries(entries))
@@ -166,10 +181,10 @@ def drain(client, selection, options, settings, skip_refused=False, check_mode=F
         result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0,
                       diff=_removed(entries, ("planned",)))
         return result
-    leaving = smallest_request(pod_requests(p.pod) for p in plans if p.removes)
-    with steering_while_moving(client, avoid_nodes, node_names if keep_zones else (), leaving,
-                               needs=total_requests(p.pod for p in plans if p.removes), listed=listed,
-                               held=held_steering) as steered:
+    moving = MovingPods(request=smallest_request(pod_requests(p.pod) for p in plans if p.removes),
+                        needs=total_requests(p.pod for p in plans if p.removes))
+    with steering_while_moving(client, job.avoid_nodes, node_names if job.keep_zones else (), moving,
+                               listed=listed, held=held_steering) as steered:
         runs, states, on_nodes = _evict_with_late_arrivals(client, selection, options, settings, plans, node_names)
     run = runs[-1]
     evictions = sum(each.evictions for each in runs)
@@ -199,16 +214,16 @@ def _select(client, selection, steers, every_pod=None):
     """select_pods, and (every node, every pod) for the steering when the drain ``steers`` (else None). The
     steering's lists are taken while the drained nodes' pods are listed, not after them; a drain of named nodes
     alone (a rotation's batch) takes its nodes and their pods from those lists instead. With ``every_pod``
-    (api.watch.Followed), every pod is read from it, and the drained nodes' pods are still listed: what is
+    (api.watch.BackgroundInformer), every pod is read from it, and the drained nodes' pods are still listed: what is
     followed may be an event behind the step before, which a pod to judge must not be."""
     if steers and selection.only_named_nodes and every_pod is not None:
-        nodes, pods = each_at_once(lambda read: read(), [
+        nodes, pods = each_concurrently(lambda read: read(), [
             lambda: list_nodes(client), lambda: pods_on_nodes(client, selection.nodes)])
         return pods_of_named_nodes(selection.nodes, nodes, pods), (nodes, every_pod.objects())
     if steers and selection.only_named_nodes:
         listed = every_node_and_pod(client)
         return pods_of_named_nodes(selection.nodes, *listed), listed
-    return each_at_once(lambda read: read(), [
+    return each_concurrently(lambda read: read(), [
         lambda: select_pods(client, selection.nodes, selection.node_selector, selection.namespaces,
                             selection.pod_selector, selection.field_selector),
         lambda: every_node_and_pod(client) if steers else None])

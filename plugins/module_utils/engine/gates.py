@@ -14,10 +14,16 @@ from dataclasses import dataclass, replace
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.http import get_json, http_get
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.objects import list_objects
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import GatesClosed, KubeopsError
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import (
+    GatesClosed,
+    InvalidInput,
+    KubeopsError,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import selector_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.gates import (
     GateResult,
     alerts_gate,
+    condition_error,
     gates_message,
     http_gate,
     objects_gate,
@@ -43,10 +49,29 @@ class Gates:
     stage: str = "now"
 
     @classmethod
-    def from_params(cls, params):
-        servers = tuple((source, params[source]) for source in ("prometheus", "alertmanager") if params.get(source))
-        return cls(servers, tuple(params.get("kubernetes") or ()), tuple(params.get("http") or ()),
-                   params["timeout"], params["interval"], params["stage"])
+    def from_params(cls, params, prefix=""):
+        """The gates of the gates module's parameters (or of a role's gates, whose names ``prefix`` gives in
+        errors; one left out keeps its default), or InvalidInput naming the first that makes no sense."""
+        given = {key: value for key, value in params.items() if value is not None}
+        gates = cls(tuple((source, given[source]) for source in ("prometheus", "alertmanager") if given.get(source)),
+                    tuple(given.get("kubernetes", ())), tuple(given.get("http", ())),
+                    given.get("timeout", cls.timeout), given.get("interval", cls.interval), given.get("stage", cls.stage))
+        if gates.timeout < 0:
+            raise InvalidInput("%stimeout must be 0 or more, got %s." % (prefix, gates.timeout))
+        if gates.interval < 1:
+            raise InvalidInput("%sinterval must be 1 or more, got %s." % (prefix, gates.interval))
+        for index, check in enumerate(gates.kubernetes):
+            error = condition_error(check["condition"]) or selector_error(
+                "%skubernetes[%d].label_selector" % (prefix, index), check.get("label_selector"))
+            if error:
+                raise InvalidInput("%skubernetes[%d].condition: %s" % (prefix, index, error) if "JMESPath" in error
+                                   else error)
+        for source, server in gates.servers:
+            for matcher in server.get("alerts") or ():
+                if any(not isinstance(value, (str, int, float)) for value in matcher.values()):
+                    raise InvalidInput("%s%s.alerts: each matcher maps label names to values, got %s."
+                                       % (prefix, source, matcher))
+        return gates
 
     def __bool__(self):
         return bool(self.servers or self.kubernetes or self.http)

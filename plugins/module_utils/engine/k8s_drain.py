@@ -8,8 +8,8 @@ drain) with the pods judged and evicted by engine.drain. What is said and return
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import apply_cordon
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import PodSelection, drain
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import CordonRequest, apply_cordon
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import DrainJob, PodSelection, drain
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, Refused, TimedOut
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.k8s_drain import (
     deadline_warning,
@@ -41,7 +41,7 @@ def drain_node(client, request, check_mode):
     was_unschedulable = cordon.before["unschedulable"]
     selection = PodSelection(nodes=(request.name,), pod_selector=request.pod_selector)
     try:
-        drained = drain(client, selection, request.options, request.settings, check_mode=check_mode)
+        drained = drain(client, DrainJob(selection, request.options, request.settings), check_mode=check_mode)
     except Refused as exc:
         if cordon.changed and not check_mode:
             _cordon(client, request.name, False, check_mode)
@@ -60,8 +60,8 @@ def drain_node(client, request, check_mode):
 def _cordon(client, name, unschedulable, check_mode):
     """The NodeChange that makes node ``name`` unschedulable or schedulable, whoever cordoned it."""
     state = "cordoned" if unschedulable else "uncordoned"
-    (change,) = apply_cordon(client, [name], None, state, "kubeops.rotation.k8s_drain", taint=False, force=True,
-                             check_mode=check_mode)
+    request = CordonRequest(names=(name,), state=state, why="kubeops.rotation.k8s_drain", taint=False, force=True)
+    (change,) = apply_cordon(client, request, check_mode=check_mode)
     return change
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import math
+import os
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -21,7 +23,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import
     replace_lease,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import PROGRESS, tell_progress
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import Blocked, KubeopsError, LeaseLost
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import (
+    Blocked,
+    InvalidInput,
+    KubeopsError,
+    LeaseLost,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import (
@@ -50,6 +57,20 @@ class LeaseSettings:
     name: str = LEASE_NAME
     namespace: str = LEASE_NAMESPACE
     duration: int = 300
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from the lease option of a module (``prefix`` "lease.") or the lease module's own options,
+        or InvalidInput. The holder defaults to the run id, this host and the process that runs the module."""
+        given = {key: value for key, value in params.items() if value is not None}
+        if not given.get("run_id", "").strip():
+            raise InvalidInput("%srun_id is empty: name the run (for example the rotation id)." % prefix)
+        duration = given.get("duration", cls.duration)
+        if duration < 5:
+            raise InvalidInput("%sduration must be 5 seconds or more, got %s." % (prefix, duration))
+        holder = given.get("holder") or "%s (host %s, pid %d)" % (given["run_id"], socket.gethostname(), os.getppid())
+        return cls(run_id=given["run_id"], holder=holder, name=given.get("name", cls.name),
+                   namespace=given.get("namespace", cls.namespace), duration=duration)
 
 
 def _now():

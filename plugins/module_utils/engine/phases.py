@@ -8,17 +8,28 @@ a Karpenter NodeClaim or a Cluster API Machine, deleted, and waited for until th
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import delete_machine, machines
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import delete_node_claim, node_claims
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import read_lease, replace_lease
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import delete_node
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    number_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import with_retired
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
     ROLLED_BACK,
     phase_patch,
@@ -40,16 +51,51 @@ DELETERS = {
 }
 
 
-def record_phase(client, names, rotation_id, phase, delete=False, check_mode=False, timeout=600,
-                 delete_node_without_owner=False, clock=time.monotonic, sleep=time.sleep, keep=None):
-    """Record the phase on each node (guarded by its resourceVersion) and, when ``delete``, retire the nodes, a
-    few at once, each recorded before it is retired; returns per-node results and the diff (each node's phase,
-    before and after). A node that is gone is reported, not an error. A node with a NodeClaim or a Machine is
-    retired by deleting it, then waiting up to ``timeout`` seconds until its Node is gone (TimedOut carries the
-    results); a node with neither only with ``delete_node_without_owner``, by deleting its Node object. A node
-    left is recorded as drained, not retired. ``keep`` marks the nodes kept for the way back (or, false, takes that
-    off: plan.phases.phase_patch); the phase ROLLED_BACK ends the rotation on them (plan.phases.rolled_back_patch)."""
-    nodes, missing = client.read_nodes(names)
+@dataclass(frozen=True)
+class PhaseRequest:
+    """What rotation_state is asked: the ``phase`` of the rotation ``rotation_id`` to record on the nodes
+    ``names``; with ``delete``, to retire them too, waiting up to ``timeout`` seconds, and a node that nothing
+    owns only with ``delete_node_without_owner``; ``keep`` marks the nodes kept for the way back (or, false,
+    takes that off). The nodes it retires are noted on the Lease ``lease`` (engine.lease.LeaseSettings) when the
+    run holds one, so that a rerun that names them knows them gone."""
+
+    names: tuple
+    rotation_id: str
+    phase: str
+    delete: bool = False
+    timeout: int = 600
+    delete_node_without_owner: bool = False
+    keep: bool | None = None
+    lease: object = None
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The request of the rotation_state module's parameters, or InvalidInput naming the first that makes no
+        sense (``prefix`` before its name), before anything is read."""
+        error = first_error(names_error(prefix + "nodes", params["nodes"], "node", optional=False),
+                            number_error(prefix + "timeout", params["timeout"], 1),
+                            text_error(prefix + "rotation_id", params["rotation_id"], optional=False))
+        if error:
+            raise InvalidInput(error)
+        if params["phase"] == ROLLED_BACK and (params["delete"] or params["keep"] is not None):
+            raise InvalidInput("%sphase rolled-back takes neither delete nor keep: it gives the nodes back as they "
+                               "were." % prefix)
+        lease = LeaseSettings.from_params(params["lease"], prefix + "lease.") if params.get("lease") else None
+        return cls(tuple(params["nodes"]), params["rotation_id"], params["phase"], params["delete"],
+                   params["timeout"], params["delete_node_without_owner"], params["keep"], lease)
+
+
+def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=time.sleep):
+    """Record the phase of ``request`` (a PhaseRequest) on each node (guarded by its resourceVersion) and, when
+    ``request.delete``, retire the nodes, a few at once, each recorded before it is retired; returns per-node
+    results and the diff (each node's phase, before and after). A node that is gone is reported, not an error. A
+    node with a NodeClaim or a Machine is retired by deleting it, then waiting up to ``request.timeout`` seconds
+    until its Node is gone (TimedOut carries the results); a node with neither only with
+    ``request.delete_node_without_owner``, by deleting its Node object. A node left is recorded as drained, not
+    retired. ``request.keep`` is applied by plan.phases.phase_patch; the phase ROLLED_BACK ends the rotation on
+    the nodes (plan.phases.rolled_back_patch)."""
+    rotation_id, phase, delete, keep = request.rotation_id, request.phase, request.delete, request.keep
+    nodes, missing = client.read_nodes(request.names)
     claims = claims_by_node(node_claims(client)) if delete and nodes else {}
     owned_by_machines = machines_by_node(machines(client)) if delete and nodes else {}
     results = [{"name": name, "changed": False, "action": "gone"} for name in missing]
@@ -57,7 +103,7 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
     now = utc_now()
 
     def record(node):
-        how = retirement(node, claims, owned_by_machines, delete_node_without_owner) if delete else None
+        how = retirement(node, claims, owned_by_machines, request.delete_node_without_owner) if delete else None
         recorded = "drained" if how and how.by == LEFT and phase == "retired" else phase
 
         def plan(current):
@@ -85,15 +131,34 @@ def record_phase(client, names, rotation_id, phase, delete=False, check_mode=Fal
                     DELETERS[how.by](client, how.name)
         return entry, before, after
 
-    for entry, before, after in each_at_once(record, nodes):
+    for entry, before, after in each_concurrently(record, nodes):
         if after != before:
             diff["before"][entry["name"]], diff["after"][entry["name"]] = before, after
         results.append(entry)
     results.sort(key=lambda entry: entry["name"])
+    retired = [entry["name"] for entry in results if entry["action"] == "gone" or entry["action"].startswith("deleted")]
+    if delete and retired and request.lease and not check_mode:
+        record_retired(client, request.lease, request.rotation_id, retired)
     waiting = [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")]
     if waiting and not check_mode:
-        wait_until_gone(client, waiting, timeout, results, clock, sleep)
+        wait_until_gone(client, waiting, request.timeout, results, clock, sleep)
     return results, diff
+
+
+def record_retired(client, lease, rotation_id, names, attempts=3):
+    """Note ``names`` on the Lease as retired by ``rotation_id`` (plan.lease.with_retired); a write that lost a
+    race with a renewal (409) is made again from a fresh read."""
+    for attempt in range(1, attempts + 1):
+        current = read_lease(client, lease.name, lease.namespace)
+        body = current and with_retired(current, rotation_id, names)
+        if not body:
+            return
+        try:
+            replace_lease(client, lease.name, lease.namespace, body)
+            return
+        except ApiException as exc:
+            if exc.status != 409 or attempt == attempts:
+                raise
 
 
 def wait_until_gone(client, names, timeout, results, clock=time.monotonic, sleep=time.sleep):

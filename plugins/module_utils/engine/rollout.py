@@ -23,13 +23,20 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     workloads_in,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import ProgressParts
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import steering_while_moving
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering import MovingPods, steering_while_moving
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, TimedOut
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    number_error,
+    selector_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import RESTARTABLE_KINDS, Workload, owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.selectors import selector_text
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import parse_time, utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import smallest_request
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.restart import (
     Rollout,
@@ -198,6 +205,47 @@ class RestartSettings:
     avoid_nodes: tuple = ()
     keep_zones: bool = False
 
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from the rollout_restart module's parameters (one it does not get keeps its default here),
+        or InvalidInput naming the first that makes no sense, with ``prefix`` before its name."""
+        given = {key: value for key, value in params.items() if value is not None}
+        default = cls()
+        targets = given.get("targets")
+        restarted_after = given.get("restarted_after")
+        time_error = None
+        if restarted_after is not None:
+            try:
+                parse_time(restarted_after.strip())
+            except ValueError:
+                time_error = "%srestarted_after must be an RFC 3339 time like 2026-12-03T06:00:00Z, got %s." % (
+                    prefix, restarted_after or '""')
+        error = first_error(
+            names_error(prefix + "targets", targets, "workload"),
+            *(text_error("%stargets[%d].%s" % (prefix, index, key), target[key], optional=False)
+              for index, target in enumerate(targets or (), 1) for key in ("name", "namespace")),
+            # Named as the task names it, by the option or its old name.
+            selector_error(prefix + ("label_selector" if "label_selector" in given else "workload_selector"),
+                           given.get("workload_selector")),
+            names_error(prefix + "namespaces", given.get("namespaces"), "namespace"),
+            names_error(prefix + "on_nodes", given.get("on_nodes"), "node"),
+            names_error(prefix + "avoid_nodes", given.get("avoid_nodes") or None, "node"),
+            text_error(prefix + "restart_id", given.get("restart_id")),
+            time_error,
+            number_error(prefix + "timeout", given.get("timeout"), 1),
+            number_error(prefix + "max_concurrent", given.get("max_concurrent"), 1))
+        if error:
+            raise InvalidInput(error)
+        return cls(
+            targets=tuple(Workload(target["kind"], target["namespace"], target["name"]) for target in targets or ()),
+            label_selector=given.get("workload_selector"), namespaces=tuple(given.get("namespaces", ())),
+            on_nodes=tuple(given.get("on_nodes", ())),
+            include_daemonsets=given.get("include_daemonsets", default.include_daemonsets),
+            restart_id=given.get("restart_id"), restarted_after=restarted_after, wait=given.get("wait", default.wait),
+            timeout=given.get("timeout", default.timeout),
+            max_concurrent=given.get("max_concurrent", default.max_concurrent),
+            avoid_nodes=tuple(given.get("avoid_nodes", ())), keep_zones=given.get("keep_zones", default.keep_zones))
+
 
 def find_workloads(client, settings):
     """The RestartProgress of each workload to restart, sorted: explicit targets, those matching a label
@@ -266,7 +314,7 @@ def restart_workloads(client, settings, check_mode=False):
     request, leaving, nodes = None, [], []
     if (avoid or keep_zones) and workloads:
         request, leaving, nodes = moving_pods(client, workloads)
-    with steering_while_moving(client, avoid, nodes if keep_zones else (), request, leaving) as steered:
+    with steering_while_moving(client, avoid, nodes if keep_zones else (), MovingPods(request, leaving)) as steered:
         ran = runner.run(workloads, settings.timeout, check_mode)
         entries = [progress.result() for progress in ran]
     summary = {"workloads": len(entries)}

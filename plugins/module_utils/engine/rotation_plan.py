@@ -16,14 +16,18 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.snapshot impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import machines
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, api_message
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import node_claims, node_pools
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import read_lease
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node, nodepool_zones
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import NODEPOOL_LABEL
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE, NODEPOOL_LABEL
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import retired_by
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement import workload_facts
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement import planned_retirement
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation import (
     RotationFacts,
+    RotationSettings,
     plan_rotation,
     summarize_plan,
 )
@@ -40,6 +44,18 @@ class RotationRequest:
     template_node: str | None = None
     # How the drained nodes will be retired (plan.retirement.RETIRE_CHOICES): said per node in each batch.
     retire: str = "delete"
+    # Where the cluster's Lease is: it records the nodes a rotation retired, which a rerun may still name.
+    lease_namespace: str = LEASE_NAMESPACE
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The request of the rotation_plan module's parameters, its settings RotationSettings.from_params (which
+        checks them all, these too), or InvalidInput before anything is read."""
+        settings = RotationSettings.from_params(params, prefix)
+        return cls(settings=settings, nodes=tuple(params.get("nodes") or ()), node_selector=params.get("node_selector"),
+                   template_capacity=params.get("template_capacity"), template_node=params.get("template_node"),
+                   retire=params.get("retire") or cls.retire,
+                   lease_namespace=params.get("lease_namespace") or cls.lease_namespace)
 
 
 def plan_from_cluster(client, request, now=None):
@@ -52,6 +68,7 @@ def plan_from_cluster(client, request, now=None):
                                  karpenter_candidates=rules.karpenter_drifted and not (
                                      request.nodes or request.node_selector),
                                  nodepools=rules.nodepools)
+    retired_earlier = _retired_earlier(client, request, snapshot.missing)
     template = None
     if request.template_capacity or request.template_node or settings.pool_labels:
         template, _source = template_allocatable(client, request.template_capacity, request.template_node,
@@ -62,7 +79,8 @@ def plan_from_cluster(client, request, now=None):
         pool = next((pool for pool in snapshot.node_pools or node_pools(client)
                      if pool["metadata"]["name"] == pool_name), None)
         pool_zones = nodepool_zones(pool) if pool else None
-    settings = dataclasses.replace(settings, candidates=snapshot.candidates, named=frozenset(request.nodes),
+    settings = dataclasses.replace(settings, candidates=snapshot.candidates,
+                                   named=frozenset(request.nodes) - retired_earlier,
                                    template_allocatable=template, pool_zones=pool_zones)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     workloads = workload_facts(snapshot.deployments, snapshot.stateful_sets, snapshot.hpas)
@@ -71,9 +89,27 @@ def plan_from_cluster(client, request, now=None):
                           node_pools=snapshot.node_pools, one_at_a_time=workloads.one_at_a_time,
                           autoscalers=workloads.autoscalers, gitops=workloads.gitops)
     plan = plan_rotation(facts, settings, now)
-    if _say_retirement(client, plan, snapshot, request.retire):
+    plan["left_out"] = sorted(plan["left_out"] + [
+        {"name": name, "reason": "already rotated by %s (retired; the Lease %s/%s records it)" % (
+            settings.rotation_id, request.lease_namespace, LEASE_NAME)} for name in retired_earlier],
+        key=lambda entry: entry["name"])
+    if _say_retirement(client, plan, snapshot, request.retire) or retired_earlier:
         plan["summary"] = summarize_plan(plan)
     return plan
+
+
+def _retired_earlier(client, request, missing):
+    """The named nodes that are gone because this rotation retired them (a rerun after a kill, or of a rotation
+    that finished), as the Lease records; NotFound naming any other name of no node, before anything is planned."""
+    if not missing:
+        return frozenset()
+    rotation_id = request.settings.rotation_id
+    retired = retired_by(read_lease(client, LEASE_NAME, request.lease_namespace), rotation_id) \
+        if rotation_id else frozenset()
+    unknown = sorted(missing - retired)
+    if unknown:
+        raise NotFound("No node named %s; nothing was planned." % ", ".join(unknown))
+    return frozenset(missing)
 
 
 def _say_retirement(client, plan, snapshot, mode):

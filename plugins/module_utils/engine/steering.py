@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_at_once
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, is_not_found
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import list_nodes, nodes_informer
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import Followed
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import BackgroundInformer
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import pods_in
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
@@ -32,7 +33,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering imp
 def steer(client, nodes, effects):
     """Give each of ``nodes`` (as listed) that ``effects`` names the steering taint with its effect there (node
     name -> effect; None takes it off): a patch for each node that needs one, no read first (a node changed since
-    is read again, one deleted since is left alone), a few at a time (api.client.each_at_once)."""
+    is read again, one deleted since is left alone), a few at a time (api.client.each_concurrently)."""
     def patch(node):
         effect = effects[node_name(node)]
         try:
@@ -41,7 +42,7 @@ def steer(client, nodes, effects):
             if not is_not_found(exc):
                 raise
 
-    each_at_once(patch, [node for node in nodes if node_name(node) in effects])
+    each_concurrently(patch, [node for node in nodes if node_name(node) in effects])
 
 
 def set_steering(client, nodes, effect):
@@ -60,7 +61,7 @@ def clear_steering(client, names):
 class NewNodeSteering:
     """While pods move, the nodes that come up in a zone closed to them get that zone's steering taint as they
     appear (plan.steering.new_node_effect): every node followed by a watch in a thread of its own
-    (api.watch.Followed), from the first ``close`` that closes a zone until ``stop``. ``steered`` holds the nodes it
+    (api.watch.BackgroundInformer), from the first ``close`` that closes a zone until ``stop``. ``steered`` holds the nodes it
     tainted; once stopped, it taints no more."""
 
     # The longest a thread follows the nodes; ``stop`` ends it sooner, at its next event or watch's end.
@@ -83,7 +84,7 @@ class NewNodeSteering:
             self.closed = dict(closed)
             self.known |= set(known)
         if self.closed and self._followed is None and not self._stopped:
-            self._followed = Followed(nodes_informer(self.client), time.monotonic() + self.LONGEST_SECONDS,
+            self._followed = BackgroundInformer(nodes_informer(self.client), time.monotonic() + self.LONGEST_SECONDS,
                                       on_change=self._changed).__enter__()
 
     def _changed(self, objects, change):
@@ -105,8 +106,8 @@ class NewNodeSteering:
             self._followed.stop()
 
 
-class HeldSteering:
-    """The steering of the steps of one move (a replacement, then a drain) held from one step to the next: each
+class SteeringAcrossSteps:
+    """The steering of the steps of one move (a replacement, then a drain) kept from one step to the next: each
     step's steering_while_moving leaves its taints on, so that the next one changes only the nodes it wants
     otherwise instead of taking every taint off and putting it back; they come off once, when the ``with``
     block ends, however it ends."""
@@ -127,9 +128,20 @@ class HeldSteering:
         clear_steering(self.client, sorted(self.steered | self.new_nodes.steered))
 
 
+@dataclass(frozen=True)
+class MovingPods:
+    """What the steering needs to know of the pods that will move: ``request``, the smallest of their requests
+    (plan.capacity.smallest_request); ``leaving``, the keys of the pods whose room frees as they go (a restarted
+    workload's old pods, wherever they run); ``needs``, their summed requests (plan.capacity.total_requests)."""
+
+    request: dict | None = None
+    leaving: tuple = ()
+    needs: dict | None = None
+
+
 @contextlib.contextmanager
-def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None, leaving=(), needs=None,
-                          listed=None, every_pod=None, held=None):
+def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), moving=MovingPods(), listed=None,
+                          every_pod=None, held=None):
     """While the block runs, the steering taint tells the scheduler where the pods replaced meanwhile go;
     yields the steered node names. On the Ready, uncordoned nodes only:
 
@@ -140,26 +152,26 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), request=None
       carry it with PreferNoSchedule, so that the replacements come back in their own zone when it has room
       (its default spreading would otherwise even them out).
 
-    With ``request`` (plan.capacity.smallest_request of the pods that will move), only the nodes with room
-    for it are steered: a full node takes none of them anyway, and a large cluster would otherwise be
-    patched node by node, twice, for every step. The pods ``leaving`` (pod keys: a restarted workload's old
-    pods, wherever they run) free their room as they go, so it counts as free. Taints a killed run left
-    are removed first. With ``needs`` (the summed requests of the pods that move), the other zones' nodes
-    carry NoSchedule instead when the zones kept are warmed with room for them (strict_when_warmed). One list
-    of the nodes (and one of the pods, with ``request``) serves it all, or ``listed`` (every node, every pod)
-    when the caller listed them already, or ``every_pod`` (api.watch.Followed) when the caller follows them; with
-    neither nodes to avoid nor zones to keep nothing is read or steered. With ``held`` (HeldSteering), the
-    taints stay on after the block, for the next step, and ``held`` takes them off.
+    With ``moving.request`` (MovingPods), only the nodes with room for it are steered: a full node takes none
+    of them anyway, and a large cluster would otherwise be patched node by node, twice, for every step. The
+    pods ``moving.leaving`` free their room as they go, so it counts as free. Taints a killed run left are
+    removed first. With ``moving.needs``, the other zones' nodes carry NoSchedule instead when the zones kept
+    are warmed with room for them (strict_when_warmed). One list of the nodes (and one of the pods, with
+    ``moving.request``) serves it all, or ``listed`` (every node, every pod) when the caller listed them
+    already, or ``every_pod`` (api.watch.BackgroundInformer) when the caller follows them; with neither nodes to avoid
+    nor zones to keep nothing is read or steered. With ``held`` (SteeringAcrossSteps), the taints stay on
+    after the block, for the next step, and ``held`` takes them off.
     """
     if not avoid_nodes and not keep_zones_of:
         yield []
         return
     nodes = listed[0] if listed else list_nodes(client)
     effects = steering_while_moving_effects(nodes, avoid_nodes, keep_zones_of)
-    if request and effects:
+    if moving.request and effects:
         pods = listed[1] if listed else every_pod.objects() if every_pod else pods_in(client)
-        effects = strict_when_warmed(with_room(effects, nodes, pods, request, leaving), nodes, pods, keep_zones_of,
-                                     needs, leaving, held.warm_hosts if held is not None else ())
+        effects = strict_when_warmed(with_room(effects, nodes, pods, moving.request, moving.leaving), nodes, pods,
+                                     keep_zones_of, moving.needs, moving.leaving,
+                                     held.warm_hosts if held is not None else ())
     left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
     steered = sorted(effects)
     closed = closed_zones(nodes, effects, avoid_nodes)

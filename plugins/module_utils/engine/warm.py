@@ -59,6 +59,8 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity imp
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import not_ready_text
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placeholders import (
     DEFAULT_IMAGE,
+    Exclusion,
+    PlaceholderPods,
     excluded_hostnames,
     excludes_by_label,
     missing_warm,
@@ -387,10 +389,11 @@ def ensure_warm_nodes(client, settings, check_mode=False):
     by_label, hostnames = placeholder_set.exclusion(settings.exclude_nodes, counts)
     sets, before, after = [], {}, {}
     for zone, count in sorted(counts.items(), key=lambda item: item[0] or ""):
-        desired = placeholder_deployment(settings.name, settings.namespace, count, settings.priority_class,
-                                         settings.node_selector, settings.node_affinity, settings.tolerations,
-                                         settings.requests, settings.exclude_nodes, settings.image, zone, hostnames,
-                                         by_label)
+        placeholder_pods = PlaceholderPods(settings.name, settings.namespace, settings.priority_class,
+                                           settings.node_selector, settings.node_affinity, settings.tolerations,
+                                           settings.requests, settings.image)
+        desired = placeholder_deployment(placeholder_pods, count, zone,
+                                         Exclusion(settings.exclude_nodes, frozenset(hostnames), by_label))
         action, before[zone or "-"], after[zone or "-"] = placeholder_set.apply(desired, check_mode)
         sets.append({"name": desired["metadata"]["name"], "zone": zone, "action": action, "count": count,
                      "spec": desired["metadata"]["annotations"][PLACEHOLDER_SPEC]})

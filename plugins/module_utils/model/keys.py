@@ -53,6 +53,9 @@ STEERING_TAINT_KEY = "kubeops.io/rebalancing"
 LEASE_NAME = "kubeops-rotation"
 LEASE_NAMESPACE = "kube-system"
 LEASE_RUN_ID = "kubeops.io/run-id"
+# On the Lease, kept by every holder and a release: the nodes the last rotation that retired any retired, as JSON
+# {"run_id": ..., "nodes": [...]}, so that a rerun that names them knows them gone, not mistyped.
+LEASE_RETIRED = "kubeops.io/retired-nodes"
 # On the Lease: seconds after a renewal past which its holder writes nothing more unless it renewed again.
 LEASE_RENEW_DEADLINE = "kubeops.io/renew-deadline-seconds"
 # On every node of a rotation from its start, PreferNoSchedule: no moved pod lands on a node that goes later.

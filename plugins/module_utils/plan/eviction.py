@@ -10,11 +10,16 @@ it is tested with a clock of the test's own."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import first_error, number_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import allowed_now, describe_pdb, pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import is_terminating, node_of, pod_key
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import unavailable_limit
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.limits import (
+    count_or_percent_error,
+    unavailable_limit,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.progress import eviction_line, pdb_shortfall
 
 MAX_BACKOFF = 5.0
@@ -69,6 +74,21 @@ class Limits:
     max_unavailable_per_owner: str | None = None
     max_evictions: int | None = None
 
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The limits from a module's parameters (an option it does not take is no limit), or InvalidInput naming
+        the first one out of range, with ``prefix`` before its name."""
+        limits = cls(**{limit.name: params.get(limit.name) for limit in fields(cls)})
+        error = first_error(
+            *(number_error(prefix + name, getattr(limits, name), 1)
+              for name in ("max_in_flight", "max_per_node", "max_per_namespace")),
+            number_error(prefix + "max_evictions", limits.max_evictions, 0),
+            None if limits.max_unavailable_per_owner is None else count_or_percent_error(
+                prefix + "max_unavailable_per_owner", limits.max_unavailable_per_owner))
+        if error:
+            raise InvalidInput(error)
+        return limits
+
 
 @dataclass(frozen=True)
 class EvictionSettings:
@@ -79,6 +99,22 @@ class EvictionSettings:
     disable_eviction: bool = False
     limits: Limits = field(default_factory=Limits)
     reason: str = ""
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from a module's parameters (an option it does not take, or leaves unset, keeps its default
+        here; the limits are Limits.from_params), or InvalidInput before anything is read."""
+        given = {key: value for key, value in params.items() if value is not None}
+        default = cls()
+        error = first_error(number_error(prefix + "timeout", given.get("timeout"), 1),
+                            number_error(prefix + "grace_period", given.get("grace_period"), 0))
+        if error:
+            raise InvalidInput(error)
+        return cls(timeout=given.get("timeout", default.timeout), wait=given.get("wait", default.wait),
+                   wait_for_replacements=given.get("wait_for_replacements", default.wait_for_replacements),
+                   grace_period=given.get("grace_period"),
+                   disable_eviction=given.get("disable_eviction", default.disable_eviction),
+                   limits=Limits.from_params(params, prefix), reason=given.get("reason") or "")
 
 
 @dataclass
@@ -173,17 +209,22 @@ def set_aside_past_budget(queue, limits, evictions):
 
 def choose(queue, flying, now, limits, evictions, owner_of):
     """The queued pods to ask for at once in this pass: those due whose limits leave room, each counted
-    against the limits of those after it as if in flight already, and as an unavailable replica of its owner.
+    against the limits of those after it as if in flight already, and as an unavailable replica of its owner;
+    so is a pod whose last answer was lost, until the read that comes first in its next try.
     The pods their PDBs refused are not due until the PDBs' watch gives each an allowed disruption
     (hold_what_pdbs_refuse, release_allowed), so the chosen pods do not race for one. ``owner_of(state)`` is
     (workload, desired, Ready) of the workload whose replicas max_unavailable_per_owner counts, read once a
     pass, or None."""
     chosen = []
     unavailable = {}
+    unsure = [state for state in queue if state.uncertain]
     for state in queue:
         if budget_spent(limits, evictions + len(chosen)):
             break
-        if state.next_try > now or not room_in_flight(state, flying + chosen, limits):
+        # A pod whose last answer was lost may be evicted already: until its read tells, it counts as in flight.
+        maybe = [other for other in unsure if other is not state and other not in chosen]
+        if budget_spent(limits, evictions + len(chosen) + len(maybe)) or state.next_try > now or \
+                not room_in_flight(state, flying + chosen + maybe, limits):
             continue
         owner = owner_of(state) if limits.max_unavailable_per_owner is not None and state.evicting else None
         if owner is not None:

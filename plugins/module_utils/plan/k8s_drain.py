@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import first_error, selector_error, text_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import (
     REMOVING,
@@ -54,12 +56,20 @@ class DrainRequest:
     options: FilterOptions
     settings: EvictionSettings
 
-
-def drain_request(name, state, pod_selectors, delete_options):
-    """The DrainRequest of k8s_drain's parameters; a suboption of ``delete_options`` left out is kubernetes.core's
-    default."""
-    return DrainRequest(name=name, state=state, pod_selector=pod_selector(pod_selectors),
-                        options=filter_options(delete_options), settings=eviction_settings(delete_options))
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The request of k8s_drain's parameters (a suboption of ``delete_options`` left out is kubernetes.core's
+        default), or InvalidInput before anything is read or changed. The pod selectors are checked only for a
+        drain, the only state that reads them."""
+        state = params.get("state") or "drain"
+        selector = pod_selector(params.get("pod_selectors"))
+        error = first_error(text_error(prefix + "name", params.get("name"), optional=False),
+                            selector_error(prefix + "pod_selectors", selector) if state == "drain" else None)
+        if error:
+            raise InvalidInput(error)
+        delete_options = params.get("delete_options") or {}
+        return cls(name=params["name"], state=state, pod_selector=selector, options=filter_options(delete_options),
+                   settings=eviction_settings(delete_options))
 
 
 def pod_selector(pod_selectors):

@@ -20,14 +20,19 @@ have taken the Lease over.
 from __future__ import annotations
 
 import datetime
+import json
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     LEASE_PROGRESS,
     LEASE_RENEW_DEADLINE,
+    LEASE_RETIRED,
     LEASE_RUN_ID,
     MANAGED_BY,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time, parse_time
+
+# How every line of a run that stopped for its Lease starts; the role tells such a stop from others by it.
+LOST_LEASE_PREFIX = "Lost the Lease"
 
 
 def renew_deadline(duration):
@@ -51,7 +56,7 @@ def renew_request_timeout(duration):
 
 def lost_lease_message(name, namespace, duration, silent_seconds, last_error):
     """The one line of a run that stopped because it could not renew its Lease in time."""
-    return ("Lost the Lease %s/%s: not renewed for %d s, past its renew deadline of %d s (it expires %d s after the "
+    return (LOST_LEASE_PREFIX + " %s/%s: not renewed for %d s, past its renew deadline of %d s (it expires %d s after the "
             "last renewal)%s. Stopped before the next request, so that this run never acts beside another; what it "
             "did so far is recorded on the cluster: rerun with the same run id to resume once the API server answers."
             % (namespace, name, silent_seconds, renew_deadline(duration), duration,
@@ -117,6 +122,7 @@ def held_lease(name, namespace, run_id, holder, now, duration, current=None, pro
                 "annotations": {LEASE_RUN_ID: run_id, LEASE_RENEW_DEADLINE: str(int(renew_deadline(duration)))}}
     if progress:
         metadata["annotations"][LEASE_PROGRESS] = progress
+    metadata["annotations"].update(_kept_record(current))
     if current is not None:
         metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
     return {
@@ -136,5 +142,37 @@ def held_lease(name, namespace, run_id, holder, now, duration, current=None, pro
 def released_lease(current):
     """The Lease with nobody holding it (its history kept)."""
     spec = dict(current.get("spec") or {}, holderIdentity=None, renewTime=None, acquireTime=None)
-    metadata = dict(current["metadata"], annotations={})
+    metadata = dict(current["metadata"], annotations=_kept_record(current))
     return dict(current, metadata=metadata, spec=spec)
+
+
+def _annotations(lease):
+    return ((lease or {}).get("metadata") or {}).get("annotations") or {}
+
+
+def _kept_record(lease):
+    record = _annotations(lease).get(LEASE_RETIRED)
+    return {LEASE_RETIRED: record} if record else {}
+
+
+def retired_by(lease, run_id):
+    """The nodes the Lease records as retired by the rotation ``run_id`` (a frozenset; empty when it records
+    another run's, or nothing readable)."""
+    try:
+        record = json.loads(_annotations(lease).get(LEASE_RETIRED) or "{}")
+    except ValueError:
+        return frozenset()
+    if not isinstance(record, dict) or record.get("run_id") != run_id:
+        return frozenset()
+    return frozenset(name for name in record.get("nodes") or () if isinstance(name, str))
+
+
+def with_retired(lease, run_id, names):
+    """The Lease as read, recording ``names`` as retired by ``run_id`` too (a record of another run is replaced);
+    its resourceVersion guards the write. None when there is nothing to add."""
+    recorded = retired_by(lease, run_id)
+    if set(names) <= recorded:
+        return None
+    record = json.dumps({"run_id": run_id, "nodes": sorted(recorded | set(names))}, separators=(",", ":"))
+    metadata = dict(lease["metadata"], annotations=dict(_annotations(lease), **{LEASE_RETIRED: record}))
+    return dict(lease, metadata=metadata)

@@ -4,15 +4,16 @@
 
 """The placeholder pods that make the autoscaler bring up warm nodes, and which nodes they warmed.
 
-``placeholder_deployment`` builds the Deployment of pause pods: one per node
-by hostname anti-affinity, the target pool's selector, affinity and
-tolerations, small requests, a negative priority so real pods preempt them.
+``placeholder_deployment`` builds the Deployment of pause pods (``PlaceholderPods``): one per node by hostname
+anti-affinity, the target pool's selector, affinity and tolerations, small requests, a negative priority so real
+pods preempt them, off the nodes of an ``Exclusion``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import (
     DO_NOT_DISRUPT,
@@ -38,53 +39,63 @@ def placeholder_name(name, zone=None):
     return "%s-%s" % (name, zone) if zone else name
 
 
-def placeholder_deployment(name, namespace, replicas, priority_class, node_selector=None, node_affinity=None,
-                           tolerations=None, requests=None, exclude_nodes=None, image=DEFAULT_IMAGE, zone=None,
-                           exclude_hostnames=None, exclude_by_label=False):
-    """The placeholder Deployment: one pause pod per node, on the pool (in ``zone`` when given), never on
-    ``exclude_nodes``. Pure. The placeholders of one set repel each other in every zone, so that each
-    warms a node of its own.
+@dataclass(frozen=True)
+class PlaceholderPods:
+    """What every placeholder pod of a set is: the set's name and namespace, its PriorityClass and image, where
+    it may run (the pool's node selector, node affinity and tolerations) and what it requests."""
 
-    ``exclude_by_label`` keeps them off nodes labelled ``kubeops.io/rotating`` (a rotation labels all its
-    nodes so), the one way Karpenter accepts: it refuses hostname and metadata.name terms, and would count an
-    excluded node as room and launch nothing without the label. Otherwise the nodes are kept out by their
-    hostname labels (``exclude_hostnames``, which may differ from their names) and names."""
-    labels = dict(MANAGED_BY, **{WARM_SET_LABEL: name})
-    selector = {WARM_SET_LABEL: name}
+    name: str
+    namespace: str
+    priority_class: str
+    node_selector: dict | None = None
+    node_affinity: dict | None = None
+    tolerations: tuple = ()
+    requests: dict | None = None
+    image: str = DEFAULT_IMAGE
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """The nodes a set's placeholders keep off: ``nodes`` by their names and ``hostnames`` (their hostname
+    labels, which may differ from their names), or, ``by_label``, every node labelled ``kubeops.io/rotating``
+    (a rotation labels all its nodes so), the one way Karpenter accepts: it refuses hostname and metadata.name
+    terms, and would count an excluded node as room and launch nothing without the label."""
+
+    nodes: tuple = ()
+    hostnames: frozenset = frozenset()
+    by_label: bool = False
+
+
+def placeholder_deployment(pods, replicas, zone=None, exclusion=Exclusion()):
+    """The placeholder Deployment of ``replicas`` ``pods`` (PlaceholderPods): one pause pod per node, on the
+    pool (in ``zone`` when given), never on the nodes of ``exclusion``. Pure. The placeholders of one set repel
+    each other in every zone, so that each warms a node of its own."""
+    labels = dict(MANAGED_BY, **{WARM_SET_LABEL: pods.name})
+    selector = {WARM_SET_LABEL: pods.name}
+    node_selector = pods.node_selector
     if zone:
         selector[WARM_ZONE_LABEL] = zone
         labels[WARM_ZONE_LABEL] = zone
         node_selector = dict(node_selector or {}, **{ZONE_LABEL: zone})
     affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": {WARM_SET_LABEL: name}}}]}}
-    terms = [dict(term) for term in ((node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                                     or {}).get("nodeSelectorTerms") or [{}]]
-    if exclude_nodes:
-        if exclude_by_label:
-            not_old = {"key": ROTATING_LABEL, "operator": "DoesNotExist"}
-        else:
-            not_old = {"key": HOSTNAME_LABEL, "operator": "NotIn",
-                       "values": sorted(set(exclude_hostnames or ()) | set(exclude_nodes))}
-        terms = [dict(term, matchExpressions=list(term.get("matchExpressions") or []) + [not_old]) for term in terms]
-    if any(term for term in terms):
-        affinity["nodeAffinity"] = dict(node_affinity or {}, requiredDuringSchedulingIgnoredDuringExecution={
-            "nodeSelectorTerms": terms})
-    elif node_affinity:
-        affinity["nodeAffinity"] = dict(node_affinity)
+        {"topologyKey": HOSTNAME_LABEL, "labelSelector": {"matchLabels": {WARM_SET_LABEL: pods.name}}}]}}
+    node_affinity = placeholder_node_affinity(pods.node_affinity, exclusion)
+    if node_affinity:
+        affinity["nodeAffinity"] = node_affinity
     pod_spec = {
-        "priorityClassName": priority_class,
+        "priorityClassName": pods.priority_class,
         "terminationGracePeriodSeconds": 0,
         "nodeSelector": dict(node_selector or {}),
-        "tolerations": list(tolerations or []),
+        "tolerations": list(pods.tolerations or []),
         "affinity": affinity,
-        "containers": [{"name": "placeholder", "image": image,
-                        "resources": {"requests": dict(requests or {"cpu": "10m", "memory": "16Mi"})}}],
+        "containers": [{"name": "placeholder", "image": pods.image,
+                        "resources": {"requests": dict(pods.requests or {"cpu": "10m", "memory": "16Mi"})}}],
     }
     spec_hash = hashlib.sha256(json.dumps(pod_spec, sort_keys=True).encode()).hexdigest()[:16]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": placeholder_name(name, zone), "namespace": namespace, "labels": labels,
+        "metadata": {"name": placeholder_name(pods.name, zone), "namespace": pods.namespace, "labels": labels,
                      "annotations": {PLACEHOLDER_SPEC: spec_hash}},
         "spec": {
             "replicas": replicas,
@@ -96,6 +107,23 @@ def placeholder_deployment(name, namespace, replicas, priority_class, node_selec
                          "spec": pod_spec},
         },
     }
+
+
+def placeholder_node_affinity(node_affinity, exclusion):
+    """The placeholders' node affinity: the pool's ``node_affinity`` with the term that keeps them off the
+    nodes of ``exclusion`` added to each of its required terms; None when there is neither."""
+    terms = [dict(term) for term in ((node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+                                     or {}).get("nodeSelectorTerms") or [{}]]
+    if exclusion.nodes:
+        if exclusion.by_label:
+            not_old = {"key": ROTATING_LABEL, "operator": "DoesNotExist"}
+        else:
+            not_old = {"key": HOSTNAME_LABEL, "operator": "NotIn",
+                       "values": sorted(set(exclusion.hostnames or ()) | set(exclusion.nodes))}
+        terms = [dict(term, matchExpressions=list(term.get("matchExpressions") or []) + [not_old]) for term in terms]
+    if any(term for term in terms):
+        return dict(node_affinity or {}, requiredDuringSchedulingIgnoredDuringExecution={"nodeSelectorTerms": terms})
+    return dict(node_affinity) if node_affinity else None
 
 
 def priority_class(name, value):

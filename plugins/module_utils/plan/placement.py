@@ -10,7 +10,7 @@ ports, node selectors and required node affinity, taints and tolerations,
 required pod anti-affinity and pod affinity on any topology key, both the
 pod's own and that of the pods already there, and the pod's own
 DoNotSchedule topology spread constraints. Both the rotation plan and the
-rebalance plan place pods through ``Room``, so both agree on what fits;
+rebalance plan place pods through ``PlacementSimulator``, so both agree on what fits;
 ``unmodelled`` names what a pod asks for that these checks do not know.
 """
 
@@ -257,7 +257,7 @@ def spread_counts_node(pod, constraint, node, topology_keys):
 
 def spread_eligibility(constraint, affinity, tolerations):
     """What decides which nodes a constraint counts, besides topology keys (spread_counts_node), as a key: the pod's
-    node affinity (``affinity``, as _Facts keys it) under the Honor policy, its tolerations under Honor."""
+    node affinity (``affinity``, as _PodFitFacts keys it) under the Honor policy, its tolerations under Honor."""
     return (affinity if constraint.get("nodeAffinityPolicy", "Honor") != "Ignore" else "",
             tolerations if constraint.get("nodeTaintsPolicy", "Ignore") == "Honor" else None)
 
@@ -391,7 +391,7 @@ class _Eligible:
                 spread.counts.close(domain)
 
 
-class _Facts:
+class _PodFitFacts:
     """What the fit checks read of one pod, worked out once: the keys of its node affinity (alone, and
     with its tolerations), its required pod anti-affinity and affinity terms, its host ports, who it is to the
     anti-affinity of others (namespace and labels), and its DoNotSchedule constraints."""
@@ -541,10 +541,10 @@ class PlacementIndex:
         return known[1]
 
     def facts_of(self, pod):
-        """_Facts(pod), worked out once per pod."""
+        """_PodFitFacts(pod), worked out once per pod."""
         known = self._facts.get(id(pod))
         if known is None:
-            known = self._facts[id(pod)] = (pod, _Facts(pod))
+            known = self._facts[id(pod)] = (pod, _PodFitFacts(pod))
         return known[1]
 
     def located(self, keys):
@@ -692,7 +692,7 @@ class AntiAffinityHolders:
 
     def __init__(self, index):
         self.index = index
-        # The required anti-affinity terms of the pods in the Room, by what they select (selector, namespaces,
+        # The required anti-affinity terms of the pods in the PlacementSimulator, by what they select (selector, namespaces,
         # topology key) -> [PodTerm, {node name: [pods holding it there]}]; built when first asked for.
         self._holders = None
         # (namespace, labels) of a pod -> the keys of _holders whose terms select it.
@@ -718,7 +718,7 @@ class AntiAffinityHolders:
                     del places[name]
 
     def holding(self, pod, facts):
-        """The [PodTerm, {node: pods}] of the pods in the Room whose required anti-affinity selects ``pod``."""
+        """The [PodTerm, {node: pods}] of the pods in the PlacementSimulator whose required anti-affinity selects ``pod``."""
         if self._holders is None:
             self._holders = {}
             for name, pods in self.index.pods_by_node.items():
@@ -737,7 +737,7 @@ class FitRules:
     """Whether a pod may go to a node, as the scheduler's filters decide: it judges the index and never changes it.
 
     The nodes whose labels and taints accept a pod are cached per node as
-    they are first asked for; the Room tells the rules of nodes that come
+    they are first asked for; the PlacementSimulator tells the rules of nodes that come
     and go (``node_added``, ``node_removed``).
     """
 
@@ -757,7 +757,7 @@ class FitRules:
 
     def accepting(self, pod):
         """The names of the nodes whose labels and taints let ``pod`` run there (node_accepts), in the
-        Room's order, as a read-only mapping (name -> None)."""
+        PlacementSimulator's order, as a read-only mapping (name -> None)."""
         facts = self.index.facts_of(pod)
         names = self._accepting.get(facts.acceptance)
         if names is None:
@@ -826,7 +826,7 @@ class AffinityAndSpreadLimits:
                 if domain is not None}
 
     def inter_pod_limits(self, pod, facts):
-        """(refusals, held, requirements) of the required pod (anti-)affinity rules for ``pod`` as the Room is
+        """(refusals, held, requirements) of the required pod (anti-)affinity rules for ``pod`` as the PlacementSimulator is
         now. refusals: (key, domains, reason) of its own anti-affinity, a node whose value of the key is among
         the domains is refused; held: key -> domain -> (pod key, reason) of the pods whose anti-affinity keeps it
         out of that domain; requirements: (key, domains, reason) of its affinity, a node must have the key, with
@@ -884,7 +884,7 @@ class AffinityAndSpreadLimits:
 
     def spread_limits(self, pod, facts):
         """(constraint, topology key, pods per domain, the most a domain may hold for the pod to join it without
-        breaking maxSkew) of each DoNotSchedule constraint of the pod. They hold until the Room changes, so
+        breaking maxSkew) of each DoNotSchedule constraint of the pod. They hold until the PlacementSimulator changes, so
         that a fit works them out once for all the nodes it tries."""
         limits = []
         for hard in facts.spreads:
@@ -906,14 +906,14 @@ class AffinityAndSpreadLimits:
         return None
 
 
-class Room:
+class PlacementSimulator:
     """What the nodes have free and who runs there, as pods are placed on them or taken off. Pure.
 
     ``nodes`` are the nodes pods may be placed on; ``resident_pods`` are the
     pods already on them. Nodes may come and go too (``add_node``,
-    ``remove_node``), so that one Room serves a whole plan. What runs where
+    ``remove_node``), so that one PlacementSimulator serves a whole plan. What runs where
     is its PlacementIndex (``index``), what may go where its FitRules
-    (``rules``); the Room places pods by both and answers for both.
+    (``rules``); the PlacementSimulator places pods by both and answers for both.
     """
 
     def __init__(self, nodes, resident_pods):
@@ -945,12 +945,12 @@ class Room:
         self.index.remove(pod, name)
 
     def add_node(self, node):
-        """A node that was not in the Room, empty."""
+        """A node that was not in the PlacementSimulator, empty."""
         self.index.add_node(node)
         self.rules.node_added(node["metadata"]["name"])
 
     def remove_node(self, name):
-        """Takes node ``name`` and its pods out of the Room."""
+        """Takes node ``name`` and its pods out of the PlacementSimulator."""
         self.index.remove_node(name)
         self.rules.node_removed(name)
 
@@ -981,7 +981,7 @@ class Room:
     # -- placing ----------------------------------------------------------------
 
     def place(self, pods, nodes, preference=None, order_group=None):
-        """Places ``pods`` on ``nodes`` (of this Room) as ``fit`` does, and keeps them there.
+        """Places ``pods`` on ``nodes`` (of this PlacementSimulator) as ``fit`` does, and keeps them there.
 
         ``order_group(pod)``, when given with ``preference``, names the pods
         for which ``preference`` orders the nodes alike, so that the order is
@@ -996,24 +996,25 @@ class Room:
             running = {resource: min(running[resource], requests(pod)[resource]) for resource in RESOURCES}
             smallest.append(running)
         smallest.reverse()
-        # One lane for all pods, one per order group, or one per pod.
-        everyone = _Lane(list(nodes))
-        lanes = {}
+        # One order of the nodes for all pods, one per order group, or one per pod.
+        everyone = _NodeOrder(list(nodes))
+        node_orders = {}
         placement, unplaced = {}, []
         for index, pod in enumerate(ordered):
             if preference is None:
-                lane = everyone
+                node_order = everyone
             elif order_group is None:
-                lane = _Lane(sorted(everyone.order, key=lambda n: preference(pod, n)))
+                node_order = _NodeOrder(sorted(everyone.order, key=lambda n: preference(pod, n)))
             else:
                 group = order_group(pod)
-                if group not in lanes:
-                    lanes[group] = _Lane(sorted(everyone.order, key=lambda n: preference(pod, n)))
-                lane = lanes[group]
-            order = lane.order
-            while lane.start < len(order) and self._takes_none(order[lane.start]["metadata"]["name"], smallest[index]):
-                lane.start += 1
-            name = self._first_fit(pod, lane)
+                if group not in node_orders:
+                    node_orders[group] = _NodeOrder(sorted(everyone.order, key=lambda n: preference(pod, n)))
+                node_order = node_orders[group]
+            order = node_order.order
+            while node_order.start < len(order) and \
+                    self._takes_none(order[node_order.start]["metadata"]["name"], smallest[index]):
+                node_order.start += 1
+            name = self._first_fit(pod, node_order)
             if name is not None:
                 self.index.add(pod, name)
                 placement[pod_key(pod)] = name
@@ -1025,12 +1026,12 @@ class Room:
         free = self.index.free[name]
         return any(free[resource] + 1e-9 < smallest[resource] for resource in RESOURCES)
 
-    def _first_fit(self, pod, lane):
-        """The name of the first node of ``lane`` from its start on where ``pod`` may go, or None."""
+    def _first_fit(self, pod, node_order):
+        """The name of the first node of ``node_order`` from its start on where ``pod`` may go, or None."""
         rules, limits = self.rules, self.rules.limits
         facts, requests = self.index.facts_of(pod), self.index.requests(pod)
         spread = inter_pod = None
-        order, position = lane.order, lane.start
+        order, position = node_order.order, node_order.start
         while position < len(order):
             name = order[position]["metadata"]["name"]
             if not rules.accepts_on(pod, facts, name):
@@ -1042,7 +1043,7 @@ class Room:
             broken = limits.broken_spread(spread, name)
             if broken is not None:
                 # The rest of the run of nodes in this node's domain would break the constraint as well.
-                position = lane.run_ends(broken.get("topologyKey"), self.index.nodes)[position]
+                position = node_order.run_ends(broken.get("topologyKey"), self.index.nodes)[position]
             elif rules.has_room(requests, name) and limits.inter_pod_refusal(inter_pod, name) is None and \
                     not rules.ports_taken(facts, name):
                 return name
@@ -1067,8 +1068,8 @@ def ports_reason(ports):
         "%s/%d" % (protocol, port) for protocol, port, _address in sorted(ports))
 
 
-class _Lane:
-    """An order of the nodes that Room.place fits pods in: where fits start (the nodes before ``start`` take
+class _NodeOrder:
+    """An order of the nodes that PlacementSimulator.place fits pods in: where fits start (the nodes before ``start`` take
     none of the pods left), and per topology key the ends of its runs of nodes of one domain (``run_ends``)."""
 
     def __init__(self, order):
@@ -1077,7 +1078,7 @@ class _Lane:
         self._run_ends = {}
 
     def run_ends(self, topology_key, nodes):
-        """For each position of the lane, the position just after the run of nodes around it that have the same
+        """For each position of the order, the position just after the run of nodes around it that have the same
         value of label ``topology_key`` (or none) on ``nodes`` (name -> node), worked out once per key."""
         ends = self._run_ends.get(topology_key)
         if ends is None:
@@ -1099,4 +1100,4 @@ def fit(pods, nodes, resident_pods, preference=None, bystanders=()):
     ``nodes``). Returns (placement pod key -> node name, unplaced [{pod, reason}]).
     """
     nodes = list(nodes)
-    return Room(nodes + list(bystanders), resident_pods).place(pods, nodes, preference)
+    return PlacementSimulator(nodes + list(bystanders), resident_pods).place(pods, nodes, preference)

@@ -11,6 +11,8 @@ clock is passed in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 def missing(keys, others):
     """The keys not among ``others``, each once, in the order of ``keys``."""
@@ -30,18 +32,32 @@ def differences(index, planned, replaced, to_evict, evicted):
                for key in missing(evicted, to_evict)])
 
 
-def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started, now, retire_started=None):
-    """The report entry of ``batch`` (one of ``batches``), planned against done: the pods planned to be replaced
-    first and to be evicted, those that were, where the two differ (nothing in check mode, where nothing was done
-    by design), the seconds since ``started`` and those each step took, and ``row``, its line of the Markdown table.
-    ``replaced``, ``eviction`` and ``warmed`` are the results of replace_pods, evict and warm_nodes (skipped or not);
-    the nodes' retirement took from ``retire_started`` until ``now``. What none of the steps waited for is the
-    batch's own time: its check, the role's tasks and the modules' own work."""
+@dataclass(frozen=True)
+class BatchRun:
+    """What the steps of a batch returned and when it ran: ``replaced``, ``eviction`` and ``warmed`` are the
+    results of replace_pods, evict and warm_nodes (skipped or not); the batch started at ``started`` (seconds
+    since the epoch, or their text), its nodes' retirement at ``retire_started`` (None: it took no time), and
+    ``now`` is when it is reported."""
+
+    replaced: dict
+    eviction: dict
+    warmed: dict
+    started: float
+    now: float
+    retire_started: float | None = None
+
+
+def batch_report(batch, batches, run, check_mode):
+    """The report entry of ``batch`` (one of ``batches``) as it ran (``run``, a BatchRun), planned against done:
+    the pods planned to be replaced first and to be evicted, those that were, where the two differ (nothing in
+    check mode, where nothing was done by design), the seconds since it started and those each step took, and
+    ``row``, its line of the Markdown table. What none of the steps waited for is the batch's own time: its
+    check, the role's tasks and the modules' own work."""
     planned = [pod for entry in batch["replace"] for pod in entry["pods"]]
-    done = [pod for workload in replaced.get("workloads") or [] for pod in workload.get("replaced") or []]
+    done = [pod for workload in run.replaced.get("workloads") or [] for pod in workload.get("replaced") or []]
     evicted = ["%s/%s" % (pod["namespace"], pod["name"])
-               for pod in eviction.get("pods") or [] if pod["outcome"] == "evicted"]
-    seconds = round(now - float(started), 1)
+               for pod in run.eviction.get("pods") or [] if pod["outcome"] == "evicted"]
+    seconds = round(run.now - float(run.started), 1)
     report = {
         "batch": batch["index"],
         "nodes": batch["nodes"],
@@ -55,10 +71,10 @@ def batch_report(batch, batches, replaced, eviction, warmed, check_mode, started
         "evicted": len(evicted),
         "differences": [] if check_mode else differences(batch["index"], planned, done, batch["evict"], evicted),
         "seconds": seconds,
-        "warm_seconds": warmed.get("elapsed_seconds", 0),
-        "replace_seconds": replaced.get("elapsed_seconds", 0),
-        "evict_seconds": eviction.get("elapsed_seconds", 0),
-        "retire_seconds": 0.0 if retire_started is None else round(now - float(retire_started), 1),
+        "warm_seconds": run.warmed.get("elapsed_seconds", 0),
+        "replace_seconds": run.replaced.get("elapsed_seconds", 0),
+        "evict_seconds": run.eviction.get("elapsed_seconds", 0),
+        "retire_seconds": 0.0 if run.retire_started is None else round(run.now - float(run.retire_started), 1),
     }
     steps = ("warm_seconds", "replace_seconds", "evict_seconds", "retire_seconds")
     waited = sum(float(report[key] or 0) for key in steps)

@@ -31,7 +31,12 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes impor
     node_name,
     zone_of,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import OwnerCache, owner_of
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import (
+    OwnerCache,
+    owner_of,
+    workload_from_key,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import (
     PdbIndex,
     disruptions_allowed,
@@ -57,7 +62,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases impor
     way_back,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
-    Room,
+    PlacementSimulator,
     bound_volume,
     in_zones,
     unmodelled,
@@ -67,6 +72,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.replacement 
     SURGE,
     never_allows_one,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rotation_inputs import rotation_plan_error
 
 # Workloads that can replace a pod before it goes (plan.replacement says how).
 REPLACING_KINDS = ("Deployment", "StatefulSet")
@@ -124,6 +130,35 @@ class RotationSettings:
     # Pods ("namespace/name") an earlier plan of this rotation evicts: the check of a batch keeps them evicted while
     # their PDB is only spent for now (the last batch's pods not Ready yet); the eviction waits for it.
     planned_evictions: frozenset = frozenset()
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from the rotation_plan module's parameters (one left out keeps its default here), or
+        InvalidInput with the first reason plan.rotation_inputs finds, naming the option with ``prefix``. The
+        candidates, the nodes named and the pool node's size are the engine's, from the cluster."""
+        error = rotation_plan_error(params, lambda option: prefix + option)
+        if error:
+            raise InvalidInput(error)
+        given = {key: value for key, value in params.items() if value is not None}
+        default, rules = cls(), DriftRules()
+        return cls(
+            rules=DriftRules(target_kubelet_version=given.get("target_kubelet_version"),
+                             labels=given.get("wanted_labels") or {}, max_node_age=given.get("max_node_age"),
+                             annotations=tuple(given.get("with_annotations", ())),
+                             taints=tuple(given.get("with_taints", ())),
+                             karpenter_drifted=given.get("karpenter_drifted", rules.karpenter_drifted),
+                             nodepools=tuple(given.get("karpenter_nodepools", ()))),
+            rotation_id=given.get("rotation_id"), batch_size=given.get("batch_size", default.batch_size),
+            canary_size=given.get("canary_size"),
+            most_disruptive=given.get("most_disruptive", default.most_disruptive),
+            options=FilterOptions(force=given.get("force", False),
+                                  delete_emptydir_data=given.get("delete_emptydir_data", False),
+                                  evict_system_critical=given.get("evict_system_critical", False)),
+            pool_labels=given.get("pool_node_selector") or {}, abort_if=AbortIf(**(given.get("abort_if") or {})),
+            pool_zones=tuple(given["pool_zones"]) if "pool_zones" in given else None,
+            zone_counts_of=tuple(workload_from_key(key) for key in given.get("zone_counts_of", ())),
+            karpenter_budgets=given.get("karpenter_budgets", default.karpenter_budgets),
+            planned_evictions=frozenset(given.get("planned_evictions", ())))
 
 
 @dataclass(frozen=True)
@@ -497,7 +532,7 @@ class _BatchWork:
 
 
 class _BatchPlacer:
-    """Places a rotation's batches in turn in one Room, each after the pods and warm nodes of those before it."""
+    """Places a rotation's batches in turn in one PlacementSimulator, each after the pods and warm nodes of those before it."""
 
     def __init__(self, facts, settings, rotating, moves, zone_by_node):
         self.facts, self.settings, self.zone_by_node = facts, settings, zone_by_node
@@ -512,9 +547,9 @@ class _BatchPlacer:
         self.moves_on = {}
         for move in moves.values():
             self.moves_on.setdefault(node_of(move[0]), []).append(move)
-        # One Room for the whole plan: the nodes of later batches take no pod, but their pods still count for
+        # One PlacementSimulator for the whole plan: the nodes of later batches take no pod, but their pods still count for
         # topology spread until they move; a batch's nodes leave as it starts.
-        self.room = Room(self.targets + list(rotating.values()), self.residents + [
+        self.room = PlacementSimulator(self.targets + list(rotating.values()), self.residents + [
             pod for pod in facts.pods if node_of(pod) in rotating and not is_terminal(pod) and not is_terminating(pod)])
 
     def place(self, index, batch):
@@ -543,7 +578,7 @@ class _BatchPlacer:
             self.warm_total[zone] = self.warm_total.get(zone, 0) + count
         batch.update(index=index, **_batch_moves(here, self.facts), **self._warm_entry(work), fits=not unplaced,
                      unplaced=unplaced)
-        # The next batch sees this one's pods where they were placed (in the Room already), and its warm nodes.
+        # The next batch sees this one's pods where they were placed (in the PlacementSimulator already), and its warm nodes.
         self.warmed = self.warmed + work.warm
         self.residents.extend(moved_to(pod, placement[pod_key(pod)]) for pod in work.movers
                               if pod_key(pod) in placement)

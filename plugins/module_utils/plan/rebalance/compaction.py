@@ -76,14 +76,14 @@ def balance(planner):
 
 def _empty(planner, source, receivers, reason):
     """Place every pod of ``source`` on ``receivers`` (in order) and record the moves; the nodes that received
-    them, or None (nothing recorded, the Room as it was) when a pod may not move or fits nowhere."""
+    them, or None (nothing recorded, the PlacementSimulator as it was) when a pod may not move or fits nowhere."""
     room = planner.room
     leaving = sorted((pod for pod in room.pods_by_node[source] if not goes_with_its_node(pod)),
                      key=lambda pod: (-room.requests(pod)["cpu"], -room.requests(pod)["memory"], pod_key(pod)))
     selected = [pod for pod in leaving if pod_key(pod) in planner.pods_by_key]
     movable, reasons = planner.movable(selected) if len(selected) == len(leaving) else ([], [])
     if len(movable) == len(leaving):
-        reasons = planner.budget_spent_by(movable)
+        reasons = planner.budget.spent_by(movable)
     if len(movable) != len(leaving) or reasons:
         planner.record_stuck("compaction", source, None, reasons or ["it runs pods the pass may not move"])
         return None

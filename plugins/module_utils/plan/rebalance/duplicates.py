@@ -12,7 +12,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 def balance(planner):
     """Move replicas of one owner from the nodes with the most of them to those with the fewest, until max
     minus min per node is at most ``max_skew``; a move only where two nodes differ by 2 or more."""
-    for owner, members in sorted(planner.owner_groups().items()):
+    for owner, members in sorted(planner.groups.by_owner().items()):
         feasible = planner.room.accepting(members[0])
         keys = {pod_key(pod) for pod in members}
         while True:
@@ -47,7 +47,7 @@ def balance(planner):
 class DuplicateTargets:
     """The ``feasible`` nodes with at most ``most`` of the owner's pods (``counts``, node -> pods where
     there are some), the fewest first, then the most free cpu, then by name. Iterated lazily, since a move
-    mostly takes the first; each iteration sees the free cpu of the Room as it is then."""
+    mostly takes the first; each iteration sees the free cpu of the PlacementSimulator as it is then."""
 
     def __init__(self, planner, feasible, counts, most):
         self.room = planner.room

@@ -6,7 +6,7 @@
 
 Takes a snapshot (nodes, pods, ReplicaSet owners as API JSON) and returns
 plain data; no client, no clock. Seven strategies (one file each), applied in this order, all
-placing pods through ``plan.placement.Room`` so that every move is one the
+placing pods through ``plan.placement.PlacementSimulator`` so that every move is one the
 scheduler's filters would allow:
 
 - ``node_taints``: pods under a NoSchedule taint they do not tolerate;
@@ -37,11 +37,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import first_error, names_error, number_error
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_labels, node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import owner_of
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import moved_to, node_of, pod_key
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, judge
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import Room, bound_volume, in_zones
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import PlacementSimulator, bound_volume, in_zones
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance import (
     compaction,
     duplicates,
@@ -60,15 +62,23 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.sp
     selection,
     spread,
 )
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.strategy import RuleStrategy
 
+# The registry of strategies: (the name the rebalance module's ``strategies`` option takes, its module, a
+# strategy.Strategy), in the order a pass runs them. A new strategy is a module of this folder and a line here.
 # Rules broken first, then evenness: a pod that must leave its node is placed before the spread is counted.
-STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity), ("pod_anti_affinity", pod_anti_affinity),
-              ("topology_spread", topology_spread), ("duplicates", duplicates), ("utilization", utilization),
-              ("compaction", compaction))
+STRATEGIES = (
+    ("node_taints", node_taints),
+    ("node_affinity", node_affinity),
+    ("pod_anti_affinity", pod_anti_affinity),
+    ("topology_spread", topology_spread),
+    ("duplicates", duplicates),
+    ("utilization", utilization),
+    ("compaction", compaction),
+)
 STRATEGY_NAMES = tuple(name for name, _strategy in STRATEGIES)
-# The strategies that fix a rule a pod breaks where it runs, each with a ``violations(nodes, pods)``.
-RULE_STRATEGIES = (("node_taints", node_taints), ("node_affinity", node_affinity),
-                   ("pod_anti_affinity", pod_anti_affinity))
+# The strategies that fix a rule a pod breaks where it runs: those with a ``violations`` (strategy.RuleStrategy).
+RULE_STRATEGIES = tuple((name, strategy) for name, strategy in STRATEGIES if isinstance(strategy, RuleStrategy))
 
 
 def owner_key(pod, replica_set_owners):
@@ -87,9 +97,115 @@ class RebalanceSettings:
     max_per_owner: int | None = None
     options: FilterOptions = field(default_factory=FilterOptions)
 
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The settings from the rebalance module's parameters (one it does not get keeps its default here), or
+        InvalidInput naming the first that makes no sense, with ``prefix`` before its name."""
+        given = {key: value for key, value in params.items() if value is not None}
+        default, filters = cls(), FilterOptions()
+        strategies = tuple(given.get("strategies", default.strategies))
+        if not strategies:
+            raise InvalidInput("%sstrategies must name at least one strategy." % prefix)
+        error = first_error(
+            names_error(prefix + "namespaces", given.get("namespaces"), "namespace"),
+            names_error(prefix + "exclude_namespaces", given.get("exclude_namespaces") or None, "namespace"),
+            number_error(prefix + "max_skew", given.get("max_skew"), 1),
+            number_error(prefix + "max_per_owner", given.get("max_per_owner"), 1),
+            number_error(prefix + "max_evictions", given.get("max_evictions"), 0),
+            *("%s%s must be between 1 and 99, got %s." % (prefix, name, given[name])
+              for name in ("utilization_deviation", "compaction_threshold") if not 0 < given.get(name, 20) < 100))
+        if error:
+            raise InvalidInput(error)
+        spreading = sorted({"duplicates", "utilization"} & set(strategies))
+        if "compaction" in strategies and spreading:
+            raise InvalidInput("%sstrategies: compaction packs pods where %s spread%s them; run them in passes of "
+                               "their own." % (prefix, " and ".join(spreading), "" if len(spreading) == 2 else "s"))
+        return cls(strategies=strategies, max_skew=given.get("max_skew", default.max_skew),
+                   utilization_deviation=float(given.get("utilization_deviation", default.utilization_deviation)),
+                   compaction_threshold=float(given.get("compaction_threshold", default.compaction_threshold)),
+                   max_evictions=given.get("max_evictions"), max_per_owner=given.get("max_per_owner"),
+                   options=FilterOptions(
+                       delete_emptydir_data=given.get("delete_emptydir_data", filters.delete_emptydir_data),
+                       respect_do_not_disrupt=given.get("respect_do_not_disrupt", filters.respect_do_not_disrupt),
+                       evict_system_critical=given.get("evict_system_critical", filters.evict_system_critical),
+                       namespaces=tuple(given.get("namespaces", ())),
+                       exclude_namespaces=tuple(given.get("exclude_namespaces", ()))))
+
+
+class Budget:
+    """max_evictions and max_per_owner over one pass: the moves counted, in all and per owner, and what is left."""
+
+    def __init__(self, settings, replica_set_owners):
+        self.max_evictions = settings.max_evictions
+        self.max_per_owner = settings.max_per_owner
+        self.replica_set_owners = replica_set_owners
+        self.moves = 0
+        self.per_owner = {}
+
+    def count(self, owner):
+        """One more move of a pod of ``owner`` (an owner_key)."""
+        self.moves += 1
+        self.per_owner[owner] = self.per_owner.get(owner, 0) + 1
+
+    def spent_for(self, owner):
+        """Why no more pod of ``owner`` may move, or None."""
+        if self.max_evictions is not None and self.moves >= self.max_evictions:
+            return "max_evictions (%d) reached" % self.max_evictions
+        if self.max_per_owner is not None and self.per_owner.get(owner, 0) >= self.max_per_owner:
+            return "max_per_owner (%d) reached for %s" % (self.max_per_owner, owner)
+        return None
+
+    def spent_by(self, pods):
+        """What ``pods`` moved all together would exceed of max_evictions and max_per_owner, as reasons."""
+        reasons = []
+        if self.max_evictions is not None and self.moves + len(pods) > self.max_evictions:
+            reasons.append("max_evictions (%d) would be exceeded" % self.max_evictions)
+        if self.max_per_owner is not None:
+            owners = [owner_key(pod, self.replica_set_owners) for pod in pods]
+            reasons.extend("max_per_owner (%d) would be exceeded for %s" % (self.max_per_owner, owner)
+                           for owner in sorted(set(owners), key=str)
+                           if self.per_owner.get(owner, 0) + owners.count(owner) > self.max_per_owner)
+        return reasons
+
+
+class PodGroups:
+    """What the planner groups the selected pods by, each worked out once, when first asked for (a move changes
+    no pod's owner nor its constraints)."""
+
+    def __init__(self, pods, replica_set_owners):
+        self.pods = pods
+        self.replica_set_owners = replica_set_owners
+        self._by_owner = None
+        self._constraints = None
+        self._siblings = None
+
+    def by_owner(self):
+        """owner_groups of the selected pods."""
+        if self._by_owner is None:
+            self._by_owner = owner_groups(self.pods, self.replica_set_owners)
+        return self._by_owner
+
+    def constraints(self):
+        """constraints_of the selected pods."""
+        if self._constraints is None:
+            self._constraints = constraints_of(self.pods)
+        return self._constraints
+
+    def siblings_of(self, pod):
+        """The keys of the pods of ``pod``'s owner (just its own for a bare pod)."""
+        if self._siblings is None:
+            self._siblings = {}
+            for members in self.by_owner().values():
+                keys = frozenset(pod_key(member) for member in members)
+                self._siblings.update(dict.fromkeys(keys, keys))
+        return self._siblings.get(pod_key(pod), (pod_key(pod),))
+
 
 class Planner:
-    """One pass of planning over a snapshot; ``plan`` returns the moves and what could not be done."""
+    """One pass of planning over a snapshot; ``plan`` returns the moves and what could not be done.
+
+    The strategies (``STRATEGIES``, each a strategy.Strategy) plan on it: they read ``pods``, ``room``,
+    ``settings`` and ``groups``, and move pods through ``relocate``, ``try_move`` or ``note_move``."""
 
     def __init__(self, nodes, pods, replica_set_owners, settings, selected=None, claim_zones=None):
         self.nodes = nodes
@@ -99,16 +215,14 @@ class Planner:
         everything = live_pods(pods, {node_name(node) for node in nodes})
         self.pods = selection(everything, settings.options, selected)
         self.pods_by_key = {pod_key(pod): pod for pod in self.pods}
-        self.room = Room(nodes, everything)
+        self.groups = PodGroups(self.pods, replica_set_owners)
+        self.room = PlacementSimulator(nodes, everything)
+        self.budget = Budget(settings, replica_set_owners)
         self.moves = []
         self.moved = set()
-        self.per_owner = {}
         self.stuck = []
         # Pod key -> why it may not be evicted (None: it may), judged once a strategy wants to move it.
         self._unmovable = {}
-        self._siblings = None
-        self._groups = None
-        self._constraints = None
         # The nodes the compaction strategy empties.
         self.emptied = []
 
@@ -119,26 +233,6 @@ class Planner:
         return self.moves, self.stuck
 
     # -- moving one pod ---------------------------------------------------
-
-    def budget_spent(self, owner):
-        limits = self.settings
-        if limits.max_evictions is not None and len(self.moves) >= limits.max_evictions:
-            return "max_evictions (%d) reached" % limits.max_evictions
-        if limits.max_per_owner is not None and self.per_owner.get(owner, 0) >= limits.max_per_owner:
-            return "max_per_owner (%d) reached for %s" % (limits.max_per_owner, owner)
-        return None
-
-    def budget_spent_by(self, pods):
-        """What ``pods`` moved all together would exceed of max_evictions and max_per_owner, as reasons."""
-        limits, reasons = self.settings, []
-        if limits.max_evictions is not None and len(self.moves) + len(pods) > limits.max_evictions:
-            reasons.append("max_evictions (%d) would be exceeded" % limits.max_evictions)
-        if limits.max_per_owner is not None:
-            owners = [owner_key(pod, self.replica_set_owners) for pod in pods]
-            reasons.extend("max_per_owner (%d) would be exceeded for %s" % (limits.max_per_owner, owner)
-                           for owner in sorted(set(owners), key=str)
-                           if self.per_owner.get(owner, 0) + owners.count(owner) > limits.max_per_owner)
-        return reasons
 
     def unmovable(self, pod):
         """Why ``pod`` may not be evicted, or None; only the selected pods are judged."""
@@ -163,7 +257,7 @@ class Planner:
             if unmovable:
                 reasons.append("%s stays (%s)" % (key, unmovable))
                 continue
-            spent = self.budget_spent(owner)
+            spent = self.budget.spent_for(owner)
             if spent:
                 reasons.append(spent)
                 continue
@@ -195,7 +289,7 @@ class Planner:
         if pod_key(pod) in self.moved:
             return
         source = node_of(pod)
-        siblings = self.room.located(self.siblings_of(pod))
+        siblings = self.room.located(self.groups.siblings_of(pod))
         names = sorted((name for name in (self.room.accepting(pod) if candidates is None else candidates)
                         if name != source),
                        key=lambda name: (first(name) if first else 0, siblings.get(name, 0),
@@ -203,27 +297,6 @@ class Planner:
         reasons = self.try_move([pod], names, strategy, reason)
         if reasons is not None and not quiet:
             self.record_stuck(strategy, pod_key(pod), None, reasons or ["no other node accepts it"])
-
-    def siblings_of(self, pod):
-        """The keys of the pods of ``pod``'s owner (just its own for a bare pod)."""
-        if self._siblings is None:
-            self._siblings = {}
-            for members in self.owner_groups().values():
-                keys = frozenset(pod_key(member) for member in members)
-                self._siblings.update(dict.fromkeys(keys, keys))
-        return self._siblings.get(pod_key(pod), (pod_key(pod),))
-
-    def owner_groups(self):
-        """owner_groups of the selected pods, worked out once (a move changes no pod's owner)."""
-        if self._groups is None:
-            self._groups = owner_groups(self.pods, self.replica_set_owners)
-        return self._groups
-
-    def constraints(self):
-        """constraints_of the selected pods, worked out once."""
-        if self._constraints is None:
-            self._constraints = constraints_of(self.pods)
-        return self._constraints
 
     def why_not_move(self, pod, target):
         """None when ``pod``, taken off its node, may go to node ``target``; otherwise why not."""
@@ -241,10 +314,10 @@ class Planner:
         self.note_move(pod, source, target, strategy, reason)
 
     def note_move(self, pod, source, target, strategy, reason):
-        """Records a move the Room already shows."""
+        """Records a move the PlacementSimulator already shows."""
         owner = owner_key(pod, self.replica_set_owners)
         self.moved.add(pod_key(pod))
-        self.per_owner[owner] = self.per_owner.get(owner, 0) + 1
+        self.budget.count(owner)
         self.moves.append({"pod": pod_key(pod), "owner": owner, "from": source, "to": target,
                            "strategy": strategy, "reason": reason})
 
@@ -267,8 +340,8 @@ def plan_rebalance(nodes, pods, replica_set_owners, settings, selected=None, cla
     """
     scope, left_out = in_scope(nodes)
     planner = Planner(scope, pods, replica_set_owners, settings, selected, claim_zones)
-    # Until the first move, the planner's Room is the one spread() would build for the spread before.
-    before = room_spread(planner.room, scope, planner.owner_groups(), planner.constraints())
+    # Until the first move, the planner's PlacementSimulator is the one spread() would build for the spread before.
+    before = room_spread(planner.room, scope, planner.groups.by_owner(), planner.groups.constraints())
     moves, stuck = planner.plan()
     destinations = {move["pod"]: move["to"] for move in moves}
     after = [moved_to(pod, destinations[pod_key(pod)]) if pod_key(pod) in destinations else pod for pod in pods]

@@ -72,7 +72,7 @@ def violations(nodes, pods):
 
 def balance(planner):
     """Each selected pod that runs in the domain of a pod it excludes moves, in the order of their keys, to a node
-    where neither its own anti-affinity nor that of a pod already there is broken (Room.why_not, as the scheduler
+    where neither its own anti-affinity nor that of a pod already there is broken (PlacementSimulator.why_not, as the scheduler
     checks both, on every topology key)."""
     room = planner.room
     domains = _Domains({name: node_labels(node) for name, node in room.nodes.items()}, room.pods_by_node)
@@ -88,7 +88,7 @@ def balance(planner):
 
 def _reason(pod, other):
     """Why ``pod`` moves: the pod ``other`` its anti-affinity excludes, on its node or on another of its domain
-    (the pods in the Room are where they are planned to be)."""
+    (the pods in the PlacementSimulator are where they are planned to be)."""
     there = node_of(other)
     if there == node_of(pod):
         return "%s also runs %s, which its anti-affinity excludes" % (node_of(pod), pod_key(other))

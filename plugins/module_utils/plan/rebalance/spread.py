@@ -26,7 +26,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import RESOURCES
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions, namespace_filter
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
-    Room,
+    PlacementSimulator,
     canonical_json,
     hard_spread_constraints,
 )
@@ -90,11 +90,11 @@ def spread(nodes, pods, replica_set_owners, options=FilterOptions(), selected=No
     """
     everything = live_pods(pods, {node_name(node) for node in nodes})
     pods = selection(everything, options, selected)
-    return room_spread(Room(nodes, everything), nodes, owner_groups(pods, replica_set_owners), constraints_of(pods))
+    return room_spread(PlacementSimulator(nodes, everything), nodes, owner_groups(pods, replica_set_owners), constraints_of(pods))
 
 
 def room_spread(room, nodes, groups, constraints):
-    """spread() over ``nodes`` as ``room`` (a Room of those nodes and the live pods on them) holds them, of
+    """spread() over ``nodes`` as ``room`` (a PlacementSimulator of those nodes and the live pods on them) holds them, of
     the selected pods' ``groups`` (owner_groups) and ``constraints`` (constraints_of)."""
     zones = {node_name(node): zone_of(node) for node in nodes}
     owners = owner_spread(room, zones, groups)

@@ -15,7 +15,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.rebalance.sp
 def balance(planner):
     """Move pods that break their own DoNotSchedule topology spread constraints from the most to the least
     populated domains."""
-    for key, (sample, constraint) in sorted(planner.constraints().items()):
+    for key, (sample, constraint) in sorted(planner.groups.constraints().items()):
         max_skew = constraint.get("maxSkew", 1)
         topology_key = constraint.get("topologyKey")
         namespace = sample["metadata"]["namespace"]
