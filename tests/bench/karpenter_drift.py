@@ -42,7 +42,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,7 +53,7 @@ import cluster as local_cluster  # noqa: E402
 import karpenter  # noqa: E402
 from bench_cluster import ClusterBench, fmt, request_summary  # noqa: E402
 from demo import RotationScenario  # noqa: E402
-from kube import deployment, pdb, stateful_set  # noqa: E402
+from kube import InBackground, deployment, pdb, stateful_set  # noqa: E402
 from kubernetes import client as k8s_client  # noqa: E402
 from side_by_side import DeletionWatcher  # noqa: E402
 
@@ -93,24 +92,15 @@ class ZeroReadyWatcher(DeletionWatcher):
         return round(self.zero_seconds.get(app, 0.0) + ongoing, 1)
 
 
-class NodeSampler:
+class NodeSampler(InBackground):
     """Every 0.5 s, the pool's nodes: node-seconds beyond ``baseline`` nodes, and every NodeClaim seen."""
 
     def __init__(self, scenario, baseline):
+        super().__init__()
         self.scenario = scenario
         self.baseline = baseline
         self.extra_node_seconds = 0.0
         self.claims = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc):
-        self._stop.set()
-        self._thread.join(10)
 
     def _run(self):
         last = time.monotonic()

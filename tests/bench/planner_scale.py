@@ -52,8 +52,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-COLLECTIONS_ROOT = os.path.join(REPO, ".cache", "checkout")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cluster"))
+
+from checkout import expose_checkout_as_collection  # noqa: E402
+
 SIZES = (250, 500, 1000, 2000)
 PODS_PER_NODE = 20
 REPLICAS = 40
@@ -64,15 +66,6 @@ NODE_ALLOCATABLE = {"cpu": "16", "memory": "64Gi", "pods": "110"}
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
 # Every pod gets these from the DefaultTolerationSeconds admission plugin.
 DEFAULT_TOLERATIONS = (("node.kubernetes.io/not-ready", 300), ("node.kubernetes.io/unreachable", 300))
-
-
-def expose_checkout_as_collection():
-    # ansible_collections.kubeops.rotation must resolve to this checkout, as in tests/unit/conftest.py.
-    link = os.path.join(COLLECTIONS_ROOT, "ansible_collections", "kubeops", "rotation")
-    if not os.path.islink(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO, link)
-    sys.path.insert(0, COLLECTIONS_ROOT)
 
 
 def make_node(name, zone, kubelet):

@@ -123,8 +123,8 @@ from demo import RotationScenario, report_problems  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
 from module_profiles import print_report, profiling_interpreter, summarize as summarize_profiles  # noqa: E402
 from kube import PAUSE, daemon_set, deployment, is_ready, pdb, stateful_set, workload_templates  # noqa: E402
-from side_by_side import (KUBECTL_AGENT, OURS_AGENT, DeletionWatcher, add_ratios, collection_version,  # noqa: E402
-                          kubectl_version, measured, per_moved_pod, trial_order)
+from side_by_side import (KUBECTL_AGENT, OURS_AGENT, DeletionWatcher, PeakMemory, add_ratios,  # noqa: E402
+                          collection_version, kubectl_version, measured, per_moved_pod, trial_order)
 
 CACHE = os.path.join(REPO, ".cache")
 RESULTS = os.path.join(CACHE, "bench-rotation-vs-manual.json")
@@ -226,6 +226,7 @@ class Scenario(RotationScenario):
         self.zones = {"%s-n%02d" % (scenario_id, index): ZONES[index % len(ZONES)] for index in range(nodes)}
         self.rotated = list(self.zones)[:max(1, round(nodes * SHARE_ROTATED))]
         self.capacity = {"cpu": "%dm" % (slots * POD_MILLICPU), "memory": "16Gi", "pods": "110"}
+        self._zones_seen = dict(self.zones)
         self.specs = workloads(nodes * slots, web_max_unavailable)
         # The manual sequence's batches: the nodes to rotate by zone, batch_size at a time, as ours plans them.
         self.batches = []
@@ -274,7 +275,9 @@ class Scenario(RotationScenario):
             if spec["pdb"]:
                 self.policy.create_namespaced_pod_disruption_budget(self.namespace, pdb(app, {"app": app},
                                                                                         **spec["pdb"]))
-        self.wait(self.settled, "the pods of %s to be Ready" % self.id, timeout=SETTLE_TIMEOUT)
+        # The control plane on two cores starts a few pods a second at most: a large cluster's take minutes.
+        pods = sum(spec["replicas"] for spec in self.specs.values())
+        self.wait(self.settled, "the pods of %s to be Ready" % self.id, timeout=max(SETTLE_TIMEOUT, pods * 0.3))
         if self.new_nodes():
             raise RuntimeError("the pods of %s did not fit on the old pool: %s" % (self.id, self.new_nodes()))
 
@@ -300,6 +303,22 @@ class Scenario(RotationScenario):
         for pod in pods:
             counts[pod.metadata.labels["app"]] = counts.get(pod.metadata.labels["app"], 0) + 1
         return all(counts.get(app, 0) == spec["replicas"] for app, spec in self.specs.items())
+
+    def zones_by_app(self):
+        """{app: {zone: its Ready pods there}}, the DaemonSet's and the placeholders' aside."""
+        zones = {app: {} for app in self.specs}
+        for pod in self.app_pods():
+            if is_ready(pod) and pod.metadata.deletion_timestamp is None:
+                zone = self.node_zone(pod.spec.node_name)
+                app_zones = zones[pod.metadata.labels["app"]]
+                app_zones[zone] = app_zones.get(zone, 0) + 1
+        return zones
+
+    def node_zone(self, name):
+        if name not in self._zones_seen:
+            for node in self.core.list_node().items:
+                self._zones_seen[node.metadata.name] = (node.metadata.labels or {}).get(ZONE_LABEL)
+        return self._zones_seen.get(name)
 
     def on_rotated(self):
         """The workloads' pods on the nodes to rotate, Terminating ones included."""
@@ -587,14 +606,17 @@ def run_once(bench, tool, trial, args):
     scenario.build()
     to_move = {pod.metadata.uid for pod in scenario.on_rotated()}
     templates_before = workload_templates(scenario, scenario.namespace)
+    zones_before = scenario.zones_by_app()
     log_path = os.path.join(LOGS, scenario.id + ".log")
     result = {"scenario": scenario.id, "rotated_nodes": scenario.rotated, "pods_to_move": len(to_move),
               "log": log_path}
     details = {}
-    with DeletionWatcher(scenario, scenario.namespace) as watcher, open(log_path, "w") as log:
+    with DeletionWatcher(scenario, scenario.namespace) as watcher, open(log_path, "w") as log, \
+            PeakMemory() as memory:
         completed, started, measures = measured(
             bench, lambda: CONTENDERS[tool](bench, scenario, log, details), args.idle, AGENTS[tool])
         result.update(measures)
+        result["peak_memory_mb"] = dict(memory.peaks)
         try:
             scenario.wait(lambda: not scenario.on_rotated() and scenario.settled(), "the workloads to settle",
                           timeout=SETTLE_TIMEOUT)
@@ -610,6 +632,13 @@ def run_once(bench, tool, trial, args):
                                       if key in templates_after}
     result["restarts_total"] = sum(result["restarts"].values())
     moved = [app for app, _node in watcher.deleted.values() if app in scenario.specs]
+    moved_uids = {uid for uid, (app, _node) in watcher.deleted.items() if app in scenario.specs}
+    # Each pod moved once: every pod deleted was one of those on the rotated nodes (none of their replacements).
+    result["moved_again"] = len(moved_uids - to_move)
+    result["zones_before"], result["zones_after"] = zones_before, scenario.zones_by_app()
+    result["zones_off"] = {app: zones for app, zones in result["zones_after"].items()
+                           if any(abs(zones.get(zone, 0) - zones_before.get(app, {}).get(zone, 0)) > 1
+                                  for zone in ZONES)}
     result["pods_moved"] = len(moved)
     result["moved_by_app"] = {app: moved.count(app) for app in scenario.specs}
     requests = result["net_requests"] if result["net_requests"] is not None else result["requests"]
@@ -630,6 +659,10 @@ def run_once(bench, tool, trial, args):
         problems.append("%d pod(s) left on the rotated nodes" % result["left_on_rotated"])
     if result["rotated_left"]:
         problems.append("old nodes left: %s" % ", ".join(result["rotated_left"]))
+    if tool == OURS and result["moved_again"]:
+        problems.append("%d pod(s) moved that were not on the rotated nodes" % result["moved_again"])
+    if tool == OURS and result["zones_off"]:
+        problems.append("pods per zone changed by more than 1: %s" % result["zones_off"])
     if tool == OURS:
         read_ours(result, details, problems)
         if details.get("profile_dir"):
@@ -682,6 +715,14 @@ def print_run(trial, tool, result):
               fmt(result["own_requests_per_moved_pod"], ".1f"), result["new_nodes"], result["violations"],
               "  FAILED: %s (%s)" % ("; ".join(result["problems"]), result["log"]) if result["problems"] else ""),
           flush=True)
+    memory = result.get("peak_memory_mb")
+    if memory:
+        pods = sum(sum(zones.values()) for zones in result["zones_before"].values())
+        print("         peak resident memory, MB (KB per workload pod, %d pods): %s; moved again %d; zones off by "
+              "more than 1: %s" % (pods, ", ".join(
+                  "%s %.0f (%.1f)" % (kind, megabytes, megabytes * 1024 / max(pods, 1))
+                  for kind, megabytes in sorted(memory.items(), key=lambda item: -item[1])),
+                  result["moved_again"], result["zones_off"] or "none"), flush=True)
 
 
 def print_table(summaries):

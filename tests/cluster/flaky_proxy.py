@@ -129,13 +129,21 @@ class FlakyProxy:
         while await reader.read(65536):
             pass
 
+    async def _next_chunk(self, reader, silent):
+        """The next chunk ``reader`` brings; None once the other end closed, or once ``silent`` is set (the rest is
+        read and forgotten then)."""
+        chunk = await reader.read(65536)
+        if not chunk:
+            return None
+        if silent.is_set():
+            await self._swallow(reader)
+            return None
+        return chunk
+
     async def _client_to_server(self, reader, writer, answer_fault, silent):
         while True:
-            chunk = await reader.read(65536)
-            if not chunk:
-                return
-            if silent.is_set():
-                await self._swallow(reader)
+            chunk = await self._next_chunk(reader, silent)
+            if chunk is None:
                 return
             self.stats["chunks"] += 1
             fault = self._fault()
@@ -157,11 +165,8 @@ class FlakyProxy:
 
     async def _server_to_client(self, reader, writer, answer_fault, silent):
         while True:
-            chunk = await reader.read(65536)
-            if not chunk:
-                return
-            if silent.is_set():
-                await self._swallow(reader)
+            chunk = await self._next_chunk(reader, silent)
+            if chunk is None:
                 return
             if answer_fault:
                 fault = answer_fault.pop(0)

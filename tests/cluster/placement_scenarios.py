@@ -7,7 +7,7 @@ host ports, the new pod's required pod affinity and anti-affinity by hostname
 and by zone, and pinned residents whose required anti-affinity shuts the new
 pod out of their node or zone. tests/integration/test_placement_vs_scheduler.py
 creates many at once on the cluster and compares what kube-scheduler does
-with each new Pod against ``verdict`` (plan/placement.py's Room.why_not and fit).
+with each new Pod against ``verdict`` (plan/placement.py's PlacementSimulator.why_not and fit).
 
 Each scenario comes from ``random.Random("<seed>/<index>")`` alone: the same
 seed and index give the same scenario whatever the run (names carry the
@@ -31,7 +31,7 @@ import collections
 import json
 import random
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import NO_MATCH, Room, fit
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import NO_MATCH, PlacementSimulator, fit
 from fakenodes import fake_node
 
 DEFAULT_SEED = 12
@@ -471,7 +471,7 @@ class _Generator:
 
 # -- what placement says, and whether the scheduler agreed ------------------------
 
-# Placement's reasons to refuse a node, by how Room.why_not starts them.
+# Placement's reasons to refuse a node, by how PlacementSimulator.why_not starts them.
 REASONS = {"node selector, affinity or tolerations": NO_MATCH, "room": "no node has room",
            "anti-affinity": "its pod anti-affinity", "a resident's anti-affinity": "the pod anti-affinity of",
            "pod affinity": "its pod affinity", "host port": "its host port",
@@ -485,10 +485,10 @@ def resident_on(resident, node):
 
 def verdict(scenario, residents):
     """What plan/placement.py says of the scenario's new pod with ``residents`` (all bound) on its nodes:
-    {"fits": nodes where Room.why_not is None, "why_not": node -> reason or None, "fit": the node fit()
+    {"fits": nodes where PlacementSimulator.why_not is None, "why_not": node -> reason or None, "fit": the node fit()
     chose or None, "fit_reason": why fit() left it out}."""
     nodes, pod = scenario["nodes"], scenario["pod"]
-    room = Room(nodes, residents)
+    room = PlacementSimulator(nodes, residents)
     why_not = {node["metadata"]["name"]: room.why_not(pod, node["metadata"]["name"]) for node in nodes}
     placement, unplaced = fit([pod], nodes, residents)
     return {"fits": sorted(name for name, reason in why_not.items() if reason is None), "why_not": why_not,
@@ -512,15 +512,15 @@ def scheduling_outcome(pod):
 def disagreements(said, outcome):
     """What is wrong with placement's ``said`` (a verdict) given the scheduler's ``outcome`` (a
     scheduling_outcome): [] when they agree. Bound to node n: n must be one that fits. Unschedulable: none
-    may fit. And fit() must agree with Room.why_not."""
+    may fit. And fit() must agree with PlacementSimulator.why_not."""
     if not outcome:
         return ["the scheduler has neither bound it nor found it Unschedulable"]
     problems = []
     fits = said["fits"]
     if said["fit"] is None and fits:
-        problems.append("fit() left the pod out (%s) but Room.why_not lets it on %s" % (said["fit_reason"], fits))
+        problems.append("fit() left the pod out (%s) but PlacementSimulator.why_not lets it on %s" % (said["fit_reason"], fits))
     elif said["fit"] is not None and said["fit"] not in fits:
-        problems.append("fit() put the pod on %s, where Room.why_not says: %s"
+        problems.append("fit() put the pod on %s, where PlacementSimulator.why_not says: %s"
                         % (said["fit"], said["why_not"].get(said["fit"])))
     if "node" in outcome:
         node = outcome["node"]

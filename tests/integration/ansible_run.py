@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -59,6 +60,13 @@ def run_collection_playbook(name, extra_vars, work_dir, collections_path=INSTALL
             return subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env,
                                     start_new_session=True)
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
+
+
+def kill_if_running(process):
+    """Kill a background run, its whole process group (workers included), unless it ended by itself; then reap it."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def run_tasks(tasks, work_dir, connection, collections_path=INSTALLED_COLLECTIONS, check=False, verbosity=0,

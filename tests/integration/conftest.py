@@ -26,7 +26,6 @@ import time
 import uuid
 
 import pytest
-from kubernetes.client.rest import ApiException
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -38,6 +37,7 @@ from ansible_run import INSTALLED_COLLECTIONS, run_collection_playbook, run_task
 from clients import ClusterClients  # noqa: E402
 from demo import Demo  # noqa: E402
 from fakenodes import fake_node  # noqa: E402
+from kube import deployment, pdb, running_pods, unless_missing  # noqa: E402
 
 TEST_LABEL = "kubeops.io/test"
 # One per pytest-xdist worker: each starts a control plane of its own.
@@ -71,15 +71,17 @@ def pytest_generate_tests(metafunc):
             metafunc.parametrize("repeat_round", range(int(count) if separator else 1))
 
 
-def wait_until(predicate, timeout=60.0, what="condition", interval=0.3):
-    """Poll ``predicate`` until it returns something truthy; fail the test naming ``what``."""
+def wait_until(predicate, timeout=60.0, what="condition", interval=0.3, describe=None):
+    """Poll ``predicate`` until it returns something truthy; fail the test naming ``what`` (and what ``describe()``
+    says then, when given)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail("timed out after %.0f s waiting for %s" % (timeout, what))
+            pytest.fail("timed out after %.0f s waiting for %s" % (timeout, what) + (
+                " " + describe() if describe else ""))
         time.sleep(interval)
 
 
@@ -170,18 +172,14 @@ def test_id(request):
 @pytest.fixture
 def namespace(cluster, test_id):
     cluster.core.create_namespace({"metadata": {"name": test_id, "labels": {TEST_LABEL: test_id}}})
-    wait_until(lambda: _has_default_service_account(cluster, test_id), 30, "the namespace's default ServiceAccount")
+    wait_until(lambda: default_service_account(cluster, test_id), 30, "the namespace's default ServiceAccount")
     yield test_id
     cluster.core.delete_namespace(test_id)
 
 
-def _has_default_service_account(cluster, namespace):
-    try:
-        return cluster.core.read_namespaced_service_account("default", namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+def default_service_account(cluster, namespace):
+    """The namespace's default ServiceAccount, None until its controller made it (pods wait for it)."""
+    return unless_missing(cluster.core.read_namespaced_service_account, "default", namespace)
 
 
 @pytest.fixture
@@ -199,11 +197,16 @@ def make_nodes(cluster, test_id):
 
     yield make
     for name in created:
-        try:
-            cluster.core.delete_node(name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        unless_missing(cluster.core.delete_node, name)
+
+
+def deployment_under_pdb(cluster, namespace, test_id, app, replicas, timeout=60, **budget):
+    """Deployment ``app`` of ``replicas`` pods on the test's nodes under PDB ``app`` (``budget``: its min_available or
+    max_unavailable); returns its pods once they all run."""
+    cluster.apps.create_namespaced_deployment(namespace, deployment(app, replicas, {TEST_LABEL: test_id}))
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb(app, {"app": app}, **budget))
+    return wait_until(lambda: running_pods(cluster, namespace, "app=" + app, replicas), timeout,
+                      "%d %s pods" % (replicas, app))
 
 
 def delete_pool_nodes(cluster):

@@ -7,6 +7,7 @@ import re
 import threading
 
 from kubernetes import watch
+from kubernetes.client.rest import ApiException
 
 PAUSE = "registry.k8s.io/pause:3.10"
 # kwok keeps a deleted pod Terminating this long, like a kubelet stopping it.
@@ -91,6 +92,16 @@ def workload_templates(cluster, namespace):
     return found
 
 
+def unless_missing(call, *args, **kwargs):
+    """What ``call(*args, **kwargs)`` returns, or None where the API server answers 404 (there is no such object)."""
+    try:
+        return call(*args, **kwargs)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 def is_ready(pod):
     return pod.metadata.deletion_timestamp is None and any(
         c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
@@ -101,7 +112,23 @@ def running_pods(cluster, namespace, selector, count):
     return pods if len(pods) == count else None
 
 
-class DisruptionWatcher:
+class InBackground:
+    """Runs its ``_run`` in a thread of its own within a ``with`` block; ``_stop`` is set as the block ends."""
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+
+class DisruptionWatcher(InBackground):
     """Watches a namespace's pods while a play runs and records what a user would call disruption.
 
     ``min_ready[app]``: the fewest Ready pods an ``app`` label had at any moment;
@@ -111,6 +138,7 @@ class DisruptionWatcher:
     """
 
     def __init__(self, cluster, namespace):
+        super().__init__()
         self.cluster = cluster
         self.namespace = namespace
         self.pods = {}
@@ -119,8 +147,6 @@ class DisruptionWatcher:
         self.churned_pods = []
         self.min_ready = {}
         self.max_terminating = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self):
         listed = self.cluster.core.list_namespaced_pod(self.namespace)
@@ -131,12 +157,7 @@ class DisruptionWatcher:
         self.churned_pods = []
         self._measure()
         self._resource_version = listed.metadata.resource_version
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(10)
+        return super().__enter__()
 
     def _run(self):
         watcher = watch.Watch()
@@ -226,7 +247,7 @@ def surge_leftovers(cluster, namespace):
     return found
 
 
-class LeaseSampler:
+class LeaseSampler(InBackground):
     """Reads the cluster's Lease every second, straight from the API server, while a play runs: ``oldest`` is the
     most seconds a renewal of ``run_id``'s had aged at any sample while it held the Lease, ``renew_deadline`` the
     deadline its holder wrote on it, ``samples`` how many reads found it held by that run."""
@@ -234,21 +255,12 @@ class LeaseSampler:
     NAME, NAMESPACE = "kubeops-rotation", "kube-system"
 
     def __init__(self, cluster, run_id):
+        super().__init__()
         self.cluster = cluster
         self.run_id = run_id
         self.oldest = 0.0
         self.renew_deadline = None
         self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(10)
 
     def _run(self):
         while not self._stop.wait(1.0):

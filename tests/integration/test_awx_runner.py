@@ -31,14 +31,13 @@ import ansible_runner
 import pytest
 import yaml
 from ansible_run import INSTALLED_COLLECTIONS
-from conftest import REPO, TEST_LABEL, wait_until
-from kube import DisruptionWatcher, deployment, running_pods
+from conftest import REPO, TEST_LABEL
+from kube import DisruptionWatcher
 from kubernetes import client as k8s_client
+from test_rebalance import APPS, piled_up, pods_per_node, zoned_nodes
 
 PROJECT_PLAYBOOKS = os.path.join(REPO, "docs", "awx")
 AWX_VARIABLES = {"awx_job_id": 4242, "awx_job_template_name": "Rotate nodes"}
-ZONE = "topology.kubernetes.io/zone"
-APPS = ("web", "api", "worker")
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
@@ -145,22 +144,10 @@ def cluster_admin_token(cluster, namespace, test_id):
         rbac.delete_cluster_role_binding(test_id)
 
 
-def pods_per_node(cluster, namespace, app, nodes):
-    counts = {name: 0 for name in nodes}
-    for pod in cluster.pods(namespace, "app=%s" % app):
-        if pod.metadata.deletion_timestamp is None and pod.spec.node_name:
-            counts[pod.spec.node_name] = counts.get(pod.spec.node_name, 0) + 1
-    return counts
-
-
 def test_a_rebalance_run_as_an_awx_job_with_a_token_credential_evens_out_pods(
         cluster, namespace, make_nodes, test_id, cluster_admin_token, tmp_path):
-    old = [name for zone in "abc" for name in make_nodes(1, labels={ZONE: zone}, prefix="old")]
-    for app in APPS:
-        cluster.apps.create_namespaced_deployment(namespace, deployment(app, 6, {TEST_LABEL: test_id}))
-    for app in APPS:
-        wait_until(lambda app=app: running_pods(cluster, namespace, "app=" + app, 6), 90, "6 %s pods" % app)
-    new = [name for zone in "abc" for name in make_nodes(1, labels={ZONE: zone}, prefix="new")]
+    old = piled_up(cluster, namespace, make_nodes, test_id)
+    new = zoned_nodes(make_nodes, "abc", "new")
     fewest = sum(max(0, count - 1) for app in APPS for count in pods_per_node(cluster, namespace, app, old).values())
 
     with open(cluster.kubeconfig) as handle:

@@ -18,8 +18,8 @@ import time
 
 import pytest
 import yaml
+from kube import unless_missing
 from kubernetes import client as k8s_client
-from kubernetes.client.rest import ApiException
 
 LEASE = ("kubeops-rotation", "kube-system")
 WARM_NAMESPACE = "kubeops-warm"
@@ -156,12 +156,8 @@ def cluster_snapshot(cluster, nodes, namespace):
     ``namespace`` and on those nodes, the warm placeholders' Deployments, namespace and PriorityClass, and
     the cluster's Lease (None when absent)."""
     def version_or_none(read, *args):
-        try:
-            return read(*args).metadata.resource_version
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        found = unless_missing(read, *args)
+        return found.metadata.resource_version if found is not None else None
 
     def ours(events):
         # The node controller and kwok record Events of their own on new nodes, whenever they get to it.

@@ -7,8 +7,8 @@ import signal
 import time
 
 from ansible_run import run_collection_playbook
-from conftest import TEST_LABEL, wait_until
-from kube import daemon_set, deployment, eviction_requests, evictions_since, pdb, running_pods
+from conftest import TEST_LABEL, deployment_under_pdb, wait_until
+from kube import daemon_set, deployment, eviction_requests, evictions_since, running_pods
 
 
 def test_playbook_drains_the_node_leaving_only_daemonset_pods(cluster, namespace, make_nodes, run_playbook, test_id):
@@ -34,9 +34,7 @@ def test_playbook_drains_the_node_leaving_only_daemonset_pods(cluster, namespace
 def test_failed_drain_leaves_the_node_cordoned_or_uncordons_when_asked(
         cluster, namespace, make_nodes, run_playbook, test_id):
     (old,) = make_nodes(1, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 1, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
-    wait_until(lambda: running_pods(cluster, namespace, "app=db", 1), 60, "the db pod")
+    deployment_under_pdb(cluster, namespace, test_id, "db", 1, max_unavailable=0)
 
     kept = run_playbook("kubeops.rotation.drain_node", {"drain_node_nodes": [old], "drain_node_timeout": 5})
     assert kept.returncode != 0
@@ -88,9 +86,7 @@ def alive(pids):
 def test_a_killed_drain_stops_its_module_and_evicts_nothing_after(cluster, namespace, make_nodes, test_id,
                                                                   tmp_path):
     (old,) = make_nodes(1, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 2, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
-    wait_until(lambda: running_pods(cluster, namespace, "app=db", 2), 60, "the db pods")
+    deployment_under_pdb(cluster, namespace, test_id, "db", 2, max_unavailable=0)
     make_nodes(1, prefix="new")
     before = eviction_requests(cluster)
     play = run_collection_playbook("kubeops.rotation.drain_node", {

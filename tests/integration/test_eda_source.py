@@ -25,8 +25,7 @@ import yaml
 from ansible_run import INSTALLED_COLLECTIONS
 from conftest import REPO, TEST_LABEL, wait_until
 from fakenodes import fake_node
-from kube import deployment, running_pods
-from kubernetes.client.rest import ApiException
+from kube import deployment, running_pods, unless_missing
 
 import cluster as local_cluster
 from flaky_proxy import FlakyProxy, kubeconfig_through
@@ -82,11 +81,7 @@ def extra_nodes(cluster):
 
     yield create
     for name in created:
-        try:
-            cluster.core.delete_node(name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        unless_missing(cluster.core.delete_node, name)
 
 
 @contextlib.asynccontextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from conftest import TEST_LABEL, wait_until
+from conftest import TEST_LABEL, deployment_under_pdb, wait_until
 from kube import (
     DisruptionWatcher,
     bare_pod,
@@ -92,9 +92,7 @@ def test_drain_judges_every_kind_of_pod_refuses_first_then_evicts(cluster, names
 def test_pdb_allowing_one_disruption_drains_without_dropping_below_its_minimum(cluster, namespace, make_nodes,
                                                                                run_play, test_id):
     (old,) = make_nodes(1, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 4, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, min_available=3))
-    wait_until(lambda: running_pods(cluster, namespace, "app=web", 4), 60, "4 web pods on the old node")
+    deployment_under_pdb(cluster, namespace, test_id, "web", 4, min_available=3)
     make_nodes(1, prefix="new")
     cluster.kubectl("cordon", old)
     with DisruptionWatcher(cluster, namespace) as watcher:

@@ -20,8 +20,8 @@ import threading
 import time
 
 import pytest
-from conftest import TEST_LABEL, delete_pool_nodes, local_control_plane, wait_until
-from kube import DisruptionWatcher, deployment, eviction_requests, pdb, running_pods
+from conftest import TEST_LABEL, delete_pool_nodes, deployment_under_pdb, local_control_plane, wait_until
+from kube import DisruptionWatcher, deployment, eviction_requests, running_pods
 
 import cluster as local_cluster
 
@@ -49,10 +49,7 @@ def test_a_drain_rides_through_a_ten_second_api_server_outage_evicting_each_pod_
     if not cluster.state_dir:
         pytest.skip("stopping the API server needs the local control plane")
     old = make_nodes(2, prefix="old")
-    pinned = {TEST_LABEL: test_id}
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 16, pinned))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, max_unavailable=2))
-    wait_until(lambda: running_pods(cluster, namespace, "app=web", 16), 120, "16 web pods")
+    deployment_under_pdb(cluster, namespace, test_id, "web", 16, timeout=120, max_unavailable=2)
     make_nodes(2, prefix="new")
     counted = {}
 

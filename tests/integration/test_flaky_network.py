@@ -11,15 +11,14 @@ Autoscaler: the test provisioner (tests/cluster/provisioner.py), node-group styl
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 import urllib.parse
 
 import pytest
-from ansible_run import run_collection_playbook
-from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, LeaseSampler, deployment, eviction_requests, evictions_since, pdb, running_pods
+from ansible_run import kill_if_running, run_collection_playbook
+from conftest import deployment_under_pdb, wait_until
+from kube import DisruptionWatcher, LeaseSampler, eviction_requests, evictions_since
 from test_rebalance import APPS, piled_up, pods_per_node, steering_taints, uids, zoned_nodes
 from test_rotation_moves_once import RestartWatcher, assert_moved_once, protected_scenario
 
@@ -30,17 +29,17 @@ SHARES = {"reset": 0.03, "drop": 0.03, "stall": 0.03}
 
 @pytest.fixture
 def flaky(cluster, tmp_path):
-    """(the proxy, a kubeconfig of the test cluster through it)."""
+    """(the proxy, a kubeconfig of the test cluster through it); the proxy passes everything until the test sets
+    its rates."""
     with open(cluster.kubeconfig) as handle:
         server = urllib.parse.urlsplit(json.load(handle)["clusters"][0]["cluster"]["server"])
-    with FlakyProxy(server.hostname, server.port, seed=26, stall_seconds=2, **SHARES) as proxy:
+    with FlakyProxy(server.hostname, server.port, seed=26, stall_seconds=2) as proxy:
         yield proxy, kubeconfig_through(proxy, cluster.kubeconfig, tmp_path / "flaky-kubeconfig")
 
 
 def test_a_rotation_through_a_flaky_network_moves_each_pod_once(cluster, test_id, flaky, tmp_path):
     cluster.need_provisioner()
     proxy, kubeconfig = flaky
-    proxy.set_rates(reset=0, drop=0, stall=0)
     scenario = protected_scenario(cluster, test_id)
     try:
         zones_before = scenario.zones()
@@ -64,11 +63,7 @@ def test_a_drain_through_a_flaky_network_evicts_each_pod_once_and_says_what_it_r
         cluster, namespace, make_nodes, run_play, test_id, flaky):
     proxy, kubeconfig = flaky
     proxy.set_rates(reset=0.08, drop=0.08, stall=0.04)
-    old = make_nodes(2, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 12, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, max_unavailable=2))
-    wait_until(lambda: running_pods(cluster, namespace, "app=web", 12), 120, "12 web pods")
-    make_nodes(2, prefix="new")
+    old = web_under_pdb(cluster, namespace, make_nodes, test_id, 12, 2)
     before = eviction_requests(cluster)
     with DisruptionWatcher(cluster, namespace) as watcher:
         play = run_play([{"kubeops.rotation.evict": {"nodes": old, "timeout": 300}}],
@@ -111,10 +106,7 @@ def test_a_rebalance_through_a_flaky_network_moves_each_planned_pod_once_and_lea
 def web_under_pdb(cluster, namespace, make_nodes, test_id, replicas, max_unavailable):
     """``replicas`` web pods on two old nodes under a PDB, two new nodes for them to go to; the old nodes' names."""
     old = make_nodes(2, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", replicas, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(
-        namespace, pdb("web", {"app": "web"}, max_unavailable=max_unavailable))
-    wait_until(lambda: running_pods(cluster, namespace, "app=web", replicas), 120, "%d web pods" % replicas)
+    deployment_under_pdb(cluster, namespace, test_id, "web", replicas, timeout=120, max_unavailable=max_unavailable)
     make_nodes(2, prefix="new")
     return old
 
@@ -127,7 +119,6 @@ def drain_vars(kubeconfig, old, run_id, timeout, lease_seconds=300):
 def test_a_drain_through_connections_that_go_silent_or_trickle_ends_in_time_and_keeps_its_lease_fresh(
         cluster, namespace, make_nodes, test_id, flaky, tmp_path):
     proxy, kubeconfig = flaky
-    proxy.set_rates(reset=0, drop=0, stall=0)
     old = web_under_pdb(cluster, namespace, make_nodes, test_id, 10, 2)
     before = eviction_requests(cluster)
     proxy.set_rates(reset=0.02, silent=0.03, slow=0.03)
@@ -149,7 +140,6 @@ def test_a_drain_through_connections_that_go_silent_or_trickle_ends_in_time_and_
 def test_a_drain_cut_off_from_the_api_server_stops_before_its_lease_expires_and_a_rerun_resumes(
         cluster, namespace, make_nodes, test_id, flaky, tmp_path):
     proxy, kubeconfig = flaky
-    proxy.set_rates(reset=0, drop=0, stall=0)
     old = web_under_pdb(cluster, namespace, make_nodes, test_id, 10, 1)
     before = eviction_requests(cluster)
     lease_seconds = 30  # renew deadline 20 s
@@ -166,9 +156,7 @@ def test_a_drain_cut_off_from_the_api_server_stops_before_its_lease_expires_and_
             assert lease_expired(cluster), "nothing renewed the Lease while the run was cut off"
             first.wait(90)
         finally:
-            if first.poll() is None:
-                os.killpg(first.pid, signal.SIGKILL)
-                first.wait()
+            kill_if_running(first)
         log = output.read_text()
         assert first.returncode not in (0, -signal.SIGKILL), log[-3000:]
         assert "Lost the Lease kube-system/kubeops-rotation: not renewed for" in log, log[-3000:]

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import re
 import signal
 
 import pytest
-from ansible_run import run_collection_playbook
+from ansible_run import kill_if_running, run_collection_playbook
 from conftest import TEST_LABEL, wait_until
 from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, running_pods
 from test_rotation_moves_once import Scenario, web_scenario
@@ -91,9 +90,7 @@ def test_an_alert_that_fires_after_batch_one_stops_the_rotation_before_batch_two
             prometheus.set_errors(1)
             run.wait(180)
         finally:
-            if run.poll() is None:
-                os.killpg(run.pid, signal.SIGKILL)
-                run.wait()
+            kill_if_running(run)
         output = log.read_text()
         assert run.returncode not in (0, -signal.SIGKILL), output[-4000:]
         assert "The gates did not hold after batch 1/2 within" in output, output[-4000:]

@@ -4,8 +4,8 @@ that kubernetes.core's module would have failed at its first refused eviction.""
 
 from __future__ import annotations
 
-from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, daemon_set, deployment, pdb, running_pods
+from conftest import TEST_LABEL, deployment_under_pdb, wait_until
+from kube import DisruptionWatcher, daemon_set, deployment, running_pods
 
 CORDONED_BY = "kubeops.io/cordoned-by"
 
@@ -30,9 +30,7 @@ def unschedulable(info, name):
 def test_drain_moves_every_pod_within_a_pdb_that_allows_one_at_a_time(cluster, namespace, make_nodes, run_play,
                                                                       test_id):
     (old,) = make_nodes(1, prefix="old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 3, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, max_unavailable=1))
-    wait_until(lambda: running_pods(cluster, namespace, "app=web", 3), 60, "3 web pods on the old node")
+    deployment_under_pdb(cluster, namespace, test_id, "web", 3, max_unavailable=1)
     (new,) = make_nodes(1, prefix="new")
     drain = k8s_drain(name=old, delete_options={"ignore_daemonsets": True, "wait_timeout": 180})
     with DisruptionWatcher(cluster, namespace) as watcher:

@@ -12,9 +12,8 @@ import time
 import pytest
 from ansible_run import INSTALLED_COLLECTIONS, run_tasks
 from conftest import CLUSTER_DIR, wait_until
-from kube import deployment
+from kube import deployment, unless_missing
 from kubernetes import client as k8s_client
-from kubernetes.client.rest import ApiException
 
 sys.path.insert(0, CLUSTER_DIR)
 import karpenter  # noqa: E402
@@ -54,11 +53,7 @@ class Karpenter:
 
     def cleanup(self):
         for name in self.pools:
-            try:
-                self.custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+            unless_missing(self.custom.delete_cluster_custom_object, "karpenter.sh", "v1", "nodepools", name)
         wait_until(lambda: not any(self.claims(name) or self.nodes(name) for name in self.pools), 120,
                    "the test's NodeClaims and nodes to be gone")
 

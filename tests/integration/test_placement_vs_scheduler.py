@@ -5,7 +5,7 @@ KUBEOPS_PLACEMENT_SEED (12), made by tests/cluster/placement_scenarios.py,
 all created at once: their nodes, then their resident pods (pinned with
 spec.nodeName, or left to the scheduler and read back where it put them),
 then one new pod each. For each, plan/placement.py says on which of the
-scenario's nodes the new pod fits (Room.why_not is None there, and fit()
+scenario's nodes the new pod fits (PlacementSimulator.why_not is None there, and fit()
 agrees); kube-scheduler either binds it, to a node that must be one of
 those, or marks it Unschedulable, when there must be none.
 
@@ -22,28 +22,15 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import sys
 import time
 
-import pytest
+from kube import unless_missing
 from kubernetes.client.rest import ApiException
 
-from conftest import REPO, TEST_LABEL
+from checkout import expose_checkout_as_collection
+from conftest import REPO, TEST_LABEL, wait_until
 
-COLLECTIONS_ROOT = os.path.join(REPO, ".cache", "checkout")
-
-
-def _expose_checkout_as_collection():
-    # ansible_collections.kubeops.rotation must resolve to this checkout, as in tests/unit/conftest.py.
-    link = os.path.join(COLLECTIONS_ROOT, "ansible_collections", "kubeops", "rotation")
-    if not os.path.islink(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO, link)
-    if COLLECTIONS_ROOT not in sys.path:
-        sys.path.insert(0, COLLECTIONS_ROOT)
-
-
-_expose_checkout_as_collection()
+expose_checkout_as_collection()
 
 import placement_scenarios as scenarios  # noqa: E402
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import (  # noqa: E402
@@ -116,14 +103,15 @@ def _run_on_cluster(cluster, test_id, namespace, other, made):
         drift = [problem for scenario in made for node in scenario["nodes"]
                  for problem in _drift(node, live_nodes[node["metadata"]["name"]])]
         assert not drift, "the nodes on the cluster are not the scenarios' nodes:\n" + "\n".join(drift[:20])
-        _wait(lambda: _has_default_service_account(cluster, other), 30, "the default ServiceAccount of " + other)
+        wait_until(lambda: unless_missing(_api, cluster.core.read_namespaced_service_account, "default", other), 30,
+                   "the default ServiceAccount of " + other, interval=0.5)
 
         residents = [pod for scenario in made for pod in scenario["residents"]]
         _parallel(lambda pod: _api(cluster.core.create_namespaced_pod, pod["metadata"]["namespace"], pod),
                   residents)
-        where = _wait(lambda: _all_bound(cluster, test_id, len(residents)), PODS_TIMEOUT,
-                      "the %d resident pods to be bound" % len(residents),
-                      lambda: _undecided(cluster, test_id, "resident"))
+        where = wait_until(lambda: _all_bound(cluster, test_id, len(residents)), PODS_TIMEOUT,
+                           "the %d resident pods to be bound" % len(residents), 0.5,
+                           lambda: _undecided(cluster, test_id, "resident"))
         moved = ["%s on %s, not %s" % (_key(pod), where[_key(pod)], pod["spec"]["nodeName"])
                  for pod in residents if pod["spec"].get("nodeName") not in (None, where[_key(pod)])]
         assert not moved, "pinned residents are not where they were put: %s" % moved
@@ -134,9 +122,9 @@ def _run_on_cluster(cluster, test_id, namespace, other, made):
 
         time.sleep(SETTLE)
         _parallel(lambda scenario: _api(cluster.core.create_namespaced_pod, namespace, scenario["pod"]), made)
-        _wait(lambda: _all_decided(cluster, test_id, len(made)), PODS_TIMEOUT,
-              "kube-scheduler to bind each of the %d new pods or find it Unschedulable" % len(made),
-              lambda: _undecided(cluster, test_id, "new"))
+        wait_until(lambda: _all_decided(cluster, test_id, len(made)), PODS_TIMEOUT,
+                   "kube-scheduler to bind each of the %d new pods or find it Unschedulable" % len(made), 0.5,
+                   lambda: _undecided(cluster, test_id, "new"))
         first = _outcomes(cluster, test_id)
         time.sleep(RECHECK)
         outcomes = _outcomes(cluster, test_id)
@@ -170,30 +158,8 @@ def _key(pod):
     return "%s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"])
 
 
-def _wait(predicate, timeout, what, describe=lambda: ""):
-    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` and what ``describe`` says."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("timed out after %.0f s waiting for %s %s" % (timeout, what, describe()))
-        time.sleep(0.5)
-
-
 def _create_namespace(cluster, name, labels):
     _api(cluster.core.create_namespace, {"metadata": {"name": name, "labels": labels}})
-
-
-def _has_default_service_account(cluster, name):
-    try:
-        _api(cluster.core.read_namespaced_service_account, "default", name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
 
 
 def _create_nodes(cluster, test_id, nodes):
@@ -221,7 +187,7 @@ def _create_nodes(cluster, test_id, nodes):
         late = [node["metadata"]["name"] for node in live if not _is_ready(node) or _not_ready_taints(node)]
         return "(%d of %d nodes exist; not yet Ready or still tainted: %s)" % (len(live), len(wanted), late[:10])
 
-    return _wait(ready, NODES_TIMEOUT, "%d kwok nodes to be Ready" % len(wanted), describe)
+    return wait_until(ready, NODES_TIMEOUT, "%d kwok nodes to be Ready" % len(wanted), 0.5, describe)
 
 
 def _is_ready(node):
@@ -302,9 +268,5 @@ def _foreign_pods(cluster, made):
 
 def _clean_up(cluster, test_id, other):
     """The nodes and the other namespace; the namespace fixture deletes the test's namespace."""
-    try:
-        _api(cluster.core.delete_namespace, other)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    unless_missing(_api, cluster.core.delete_namespace, other)
     _api(cluster.core.delete_collection_node, label_selector="%s=%s" % (TEST_LABEL, test_id))

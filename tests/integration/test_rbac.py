@@ -27,7 +27,7 @@ import pytest
 import yaml
 from ansible_run import run_collection_playbook
 from conftest import REPO, wait_until
-from kube import DisruptionWatcher
+from kube import DisruptionWatcher, unless_missing
 from kubernetes import client as k8s_client
 from kubernetes.client.rest import ApiException
 
@@ -148,44 +148,31 @@ def untouched(cluster, demo, pods_before):
 
 
 def _placeholders(cluster, demo):
-    try:
-        items = cluster.apps.list_namespaced_deployment(WARM_NAMESPACE).items
-    except ApiException as exc:
-        if exc.status == 404:
-            return []
-        raise
-    return [item.metadata.name for item in items if demo.rotation["rotate_nodes_id"] in item.metadata.name]
+    listed = unless_missing(cluster.apps.list_namespaced_deployment, WARM_NAMESPACE)
+    return [item.metadata.name for item in (listed.items if listed else [])
+            if demo.rotation["rotate_nodes_id"] in item.metadata.name]
 
 
 def _managed(obj):
     return (obj.metadata.labels or {}).get(MANAGED_BY[0]) == MANAGED_BY[1]
 
 
-def _read(read, *args):
-    try:
-        return read(*args)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
 def start_fresh(cluster):
     """Remove what earlier runs left and a rotation creates only when missing (the Lease when nobody holds
     it; the warm namespace and PriorityClass when ours and no placeholder is left), so that the rotation
     uses their create verbs whatever ran before."""
-    lease = _read(cluster.coordination.read_namespaced_lease, *LEASE)
+    lease = unless_missing(cluster.coordination.read_namespaced_lease, *LEASE)
     if lease is not None and not lease.spec.holder_identity:
         cluster.coordination.delete_namespaced_lease(*LEASE)
-    namespace = _read(cluster.core.read_namespace, WARM_NAMESPACE)
+    namespace = unless_missing(cluster.core.read_namespace, WARM_NAMESPACE)
     if namespace is not None and cluster.apps.list_namespaced_deployment(WARM_NAMESPACE).items:
         return
     if namespace is not None and _managed(namespace):
         cluster.core.delete_namespace(WARM_NAMESPACE)
-        wait_until(lambda: _read(cluster.core.read_namespace, WARM_NAMESPACE) is None, 120,
+        wait_until(lambda: unless_missing(cluster.core.read_namespace, WARM_NAMESPACE) is None, 120,
                    "namespace %s to be deleted" % WARM_NAMESPACE)
     scheduling = k8s_client.SchedulingV1Api(cluster.api_client)
-    priority_class = _read(scheduling.read_priority_class, WARM_PRIORITY_CLASS)
+    priority_class = unless_missing(scheduling.read_priority_class, WARM_PRIORITY_CLASS)
     if priority_class is not None and _managed(priority_class):
         scheduling.delete_priority_class(WARM_PRIORITY_CLASS)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import TEST_LABEL, wait_until
+from conftest import TEST_LABEL, deployment_under_pdb, wait_until
 from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
 
 ZONE = "topology.kubernetes.io/zone"
@@ -146,9 +146,7 @@ def test_do_not_disrupt_pods_stay_where_they_are(cluster, namespace, make_nodes,
 def test_a_pass_blocked_by_a_pdb_fails_naming_it_and_leaves_no_taint(
         cluster, namespace, make_nodes, run_play, test_id):
     (first,) = zoned_nodes(make_nodes, "a", "old")
-    cluster.apps.create_namespaced_deployment(namespace, deployment("db", 4, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("db", {"app": "db"}, max_unavailable=0))
-    wait_until(lambda: running_pods(cluster, namespace, "app=db", 4), 90, "4 db pods")
+    deployment_under_pdb(cluster, namespace, test_id, "db", 4, timeout=90, max_unavailable=0)
     added = zoned_nodes(make_nodes, "b", "new")
 
     result = run_play([{"kubeops.rotation.rebalance": {"namespaces": [namespace], "timeout": 6,

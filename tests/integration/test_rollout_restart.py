@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, daemon_set, deployment, pdb, running_pods, stateful_set
+from conftest import TEST_LABEL, deployment_under_pdb, wait_until
+from kube import DisruptionWatcher, daemon_set, deployment, running_pods, stateful_set
 
 
 def uids(cluster, namespace, selector):
@@ -16,10 +16,7 @@ def test_restart_under_a_pdb_never_drops_below_its_minimum_and_restart_id_restar
         cluster, namespace, make_nodes, run_play, test_id):
     # 12 replicas: the default strategy (25 %) would take 3 down at once, the PDB allows 1.
     make_nodes(2)
-    cluster.apps.create_namespaced_deployment(namespace, deployment("web", 12, {TEST_LABEL: test_id}))
-    cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb("web", {"app": "web"}, max_unavailable=1))
-    before = {pod.metadata.uid for pod in wait_until(
-        lambda: running_pods(cluster, namespace, "app=web", 12), 60, "12 web pods")}
+    before = {pod.metadata.uid for pod in deployment_under_pdb(cluster, namespace, test_id, "web", 12, max_unavailable=1)}
     wait_until(lambda: (cluster.policy.read_namespaced_pod_disruption_budget("web", namespace).status
                         .disruptions_allowed or 0) == 1, 30, "the PDB to allow one disruption")
     task = {"kubeops.rotation.rollout_restart": {

@@ -16,8 +16,7 @@ import time
 import yaml
 from ansible_run import run_collection_playbook
 from conftest import CLUSTER_DIR, TEST_LABEL, wait_until
-from kube import deployment, running_pods, surge_leftovers
-from kubernetes.client.rest import ApiException
+from kube import deployment, running_pods, surge_leftovers, unless_missing
 
 sys.path.insert(0, CLUSTER_DIR)
 
@@ -144,11 +143,7 @@ def remove_small_scenario_nodes(cluster, name):
     """The nodes of _small_scenario on the shared cluster, the old one too where a rotation that failed left it: no
     later test may place pods there."""
     for node in (name + "-old", name + "-new"):
-        try:
-            cluster.core.delete_node(node)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        unless_missing(cluster.core.delete_node, node)
 
 
 def _small_scenario(kubeconfig, name):

@@ -22,10 +22,9 @@ import threading
 
 import pytest
 from ansible_run import run_collection_playbook
-from conftest import delete_pool_nodes, wait_until
-from kube import (DisruptionWatcher, deployment, eviction_requests, evictions_since, is_ready, pdb, stateful_set,
-                  surge_leftovers, workload_templates)
-from kubernetes.client.rest import ApiException
+from conftest import default_service_account, delete_pool_nodes, wait_until
+from kube import (DisruptionWatcher, InBackground, deployment, eviction_requests, evictions_since, is_ready, pdb,
+                  stateful_set, surge_leftovers, unless_missing, workload_templates)
 
 from fakenodes import fake_node
 
@@ -63,9 +62,7 @@ class Scenario:
             self.cluster.core.create_node(fake_node(name, {"kubeops.io/pool": self.pool, ZONE: zone}, CAPACITY))
         self.cluster.core.create_namespace({"metadata": {"name": self.namespace}})
         wait_until(lambda: self._ready_nodes() == len(self.old_nodes), 60, "the old nodes to be Ready")
-        wait_until(lambda: any(sa.metadata.name == "default" for sa in
-                               self.cluster.core.list_namespaced_service_account(self.namespace).items),
-                   30, "the namespace")
+        wait_until(lambda: default_service_account(self.cluster, self.namespace), 30, "the namespace")
 
     def _ready_nodes(self):
         return sum(1 for node in self.cluster.core.list_node(label_selector="kubeops.io/pool=" + self.pool).items
@@ -119,31 +116,24 @@ class Scenario:
     def cleanup(self):
         self.cluster.core.delete_namespace(self.namespace)
         for name in self.old_nodes:
-            try:
-                self.cluster.core.delete_node(name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+            unless_missing(self.cluster.core.delete_node, name)
         delete_pool_nodes(self.cluster)
 
 
-class RestartWatcher:
+class RestartWatcher(InBackground):
     """Samples every workload's generation and restartedAt while a play runs: what the cluster says restarted."""
 
     def __init__(self, scenario):
+        super().__init__()
         self.scenario = scenario
         self.seen = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self):
         self.first = self.scenario.workloads()
-        self._thread.start()
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(10)
+        super().__exit__(*exc)
         self._sample()
 
     def _run(self):
@@ -460,3 +450,36 @@ def test_a_surge_that_something_else_scales_back_is_undone_and_the_batch_stops_n
         assert report["outcome"] == "stopped" and "gitops-sync" in report["stopped"]["reason"]
     finally:
         stop.set()
+
+
+def test_a_rotation_of_named_nodes_resumes_after_a_kill_and_reruns_as_done_once_finished(
+        cluster, new_scenario, tmp_path):
+    scenario = new_scenario({"zone-a": 2}, batch_size="1")
+    scenario.add("Deployment", deployment("web", 4, {}), 4)
+    scenario.add("PodDisruptionBudget", pdb("web", {"app": "web"}, max_unavailable=1), 0)
+    named = {key: value for key, value in scenario.rotation.items() if key != "rotate_nodes_node_selector"}
+    named["rotate_nodes_nodes"] = sorted(scenario.old_nodes)
+    first_uids = {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}
+    evictions_before = eviction_requests(cluster)
+    first = run_collection_playbook("kubeops.rotation.rotate_nodes", named, str(tmp_path), background=True)
+    try:
+        wait_until(lambda: first.poll() is not None or len(scenario.remaining_old_nodes()) < 2, 240,
+                   "batch 1 to retire its node")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert len(scenario.remaining_old_nodes()) == 1, "killed between the two batches' retirements"
+    report_file = str(tmp_path / "report.json")
+    again = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(named, rotate_nodes_report_file=report_file),
+                                    str(tmp_path))
+    assert again.returncode == 0, again.stdout[-6000:]
+    assert scenario.remaining_old_nodes() == []
+    assert not first_uids & {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}, "a pod did not move"
+    assert evictions_since(cluster, evictions_before) == 4, "each of the 4 pods evicted once"
+    assert scenario.ready("web") == 4
+    done = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(named, rotate_nodes_report_file=report_file),
+                                   str(tmp_path))
+    assert done.returncode == 0, done.stdout[-6000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["planned_batches"] == [] and report["outcome"] == "finished", report
+    assert evictions_since(cluster, evictions_before) == 4

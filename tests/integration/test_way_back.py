@@ -7,11 +7,9 @@ nodes only after the gates after its last batch."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 
 import pytest
-from ansible_run import run_collection_playbook
+from ansible_run import kill_if_running, run_collection_playbook
 from conftest import wait_until
 from kube import DisruptionWatcher, eviction_requests, evictions_since
 from test_rotation_moves_once import web_scenario
@@ -70,9 +68,7 @@ def test_a_rotation_kept_and_rolled_back_after_its_second_batch_puts_every_pod_b
                 1 for node in pods_by_node(cluster, scenario.namespace).values() if node in old) > on_old,
                 180, "a first pod back on an old node")
         finally:
-            if killed.poll() is None:
-                os.killpg(killed.pid, signal.SIGKILL)
-            killed.wait()
+            kill_if_running(killed)
         back = scenario.rotate(str(tmp_path), {"rotate_nodes_rollback": True})
     assert back.returncode == 0, back.stdout[-4000:]
     report = json.loads((tmp_path / "report.json").read_text())

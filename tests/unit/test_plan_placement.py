@@ -114,7 +114,7 @@ def test_room_takes_requests_off_allocatable_as_pods_come_and_go():
 
 def test_room_says_why_a_pod_may_not_go_to_a_node():
     room = PlacementSimulator([node("n1", cpu="2", zone="a"), node("n2", zone="b", taints=[GPU]), node("n3", zone="a")],
-                [pod("db-0", app="db"), pod("big", "n3", cpu="3")])
+                              [pod("db-0", app="db"), pod("big", "n3", cpu="3")])
     assert room.why_not(pod("web"), "n1") is None
     assert room.why_not(pod("web"), "n2") == "no node matches its node selector, affinity or tolerations"
     assert room.why_not(pod("db-1", app="db", affinity=ANTI_DB), "n1") == "its pod anti-affinity on kubernetes.io/hostname leaves no node"

@@ -79,7 +79,7 @@ def test_constraints_of_are_distinct_hard_constraints_each_with_a_pod_that_has_i
 
 def test_utilization_is_the_most_used_resource_in_percent():
     room = PlacementSimulator([node("n1", cpu="4", memory="8Gi", pods="10"), node("empty", cpu="0", memory="0", pods="0")],
-                [pod("a", cpu="1", memory="6Gi"), pod("b", cpu="1", memory="0")])
+                              [pod("a", cpu="1", memory="6Gi"), pod("b", cpu="1", memory="0")])
     assert room_utilization(room, "n1") == pytest.approx(75.0), "memory 6 of 8 Gi beats cpu 2 of 4 and pods 2 of 10"
     assert room_utilization(room, "empty") == 0.0
 

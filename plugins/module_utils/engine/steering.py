@@ -85,7 +85,7 @@ class NewNodeSteering:
             self.known |= set(known)
         if self.closed and self._followed is None and not self._stopped:
             self._followed = BackgroundInformer(nodes_informer(self.client), time.monotonic() + self.LONGEST_SECONDS,
-                                      on_change=self._changed).__enter__()
+                                                on_change=self._changed).__enter__()
 
     def _changed(self, objects, change):
         nodes = objects.values() if change is None or change[1] is None else \
