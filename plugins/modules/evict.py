@@ -466,6 +466,30 @@ elapsed_seconds:
   returned: always
   type: float
   sample: 42.7
+waited_seconds:
+  description:
+    - Of RV(elapsed_seconds), the seconds the eviction waited, by what for.
+  returned: when not in check mode and pods were evicted
+  type: dict
+  version_added: 0.3.0
+  sample: {"pdb_pace": 12.4, "pods_starting": 20.1, "pods_going": 3.2, "backing_off": 0.0}
+  contains:
+    pdb_pace:
+      description: A PDB to allow another disruption.
+      type: float
+      sample: 12.4
+    pods_starting:
+      description: Pods to be Ready (replacements that give a workload replicas to spare, and those waited for at the end).
+      type: float
+      sample: 20.1
+    pods_going:
+      description: Evicted pods to terminate.
+      type: float
+      sample: 3.2
+    backing_off:
+      description: A backoff after the API server's own 429 (too many requests).
+      type: float
+      sample: 0.0
 diff:
   description: >-
     Each pod evicted or deleted (in check mode, planned to be), with its node before and null after; with

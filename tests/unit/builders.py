@@ -9,6 +9,8 @@ from __future__ import annotations
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
+# What a patch of a node() with its default resourceVersion starts with: the guard that it is still that node.
+GUARD = {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
 
 
 def node(name="n1", zone=None, labels=None, annotations=None, taints=None, unschedulable=False, ready="True",

@@ -36,7 +36,7 @@ REPORT_KEYS = ("rotation_id", "outcome", "stopped", "check_mode", "plan", "plann
                "zones_planned", "zones_after", "left", "gates")
 BATCH_KEYS = ("batch", "nodes", "replacements_planned", "replacements_done", "replaced_workloads", "evictions_planned",
               "evictions_done", "replaced", "evicted", "differences", "seconds", "warm_seconds", "replace_seconds",
-              "evict_seconds", "retire_seconds", "own_seconds", "row")
+              "evict_seconds", "evict_waits", "retire_seconds", "own_seconds", "row")
 LEFT_KEYS = ("batch", "step", "reason")
 
 

@@ -14,10 +14,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.cordon impor
     plan_cordon,
     plan_uncordon,
 )
-from builders import node
+from builders import GUARD, node
 
 NOW = "2026-12-03T06:00:00Z"
-GUARD = {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
 RECORD = {ROTATION_ID: "r1", ROTATION_PHASE: "cordoned", PHASE_AT: NOW}
 
 

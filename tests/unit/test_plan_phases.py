@@ -8,10 +8,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases impor
     rolled_back_patch,
     rotation_started,
 )
-from builders import node
+from builders import GUARD, node
 
 NOW = "2026-12-03T06:00:00Z"
-GUARD = {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
 ROTATING = {"key": "kubeops.io/rotating", "value": "r1", "effect": "PreferNoSchedule"}
 
 

@@ -28,6 +28,7 @@ REPLACED = {"changed": True, "elapsed_seconds": 14.2,
             "workloads": [{"name": "db", "replaced": ["shop/db-0", "shop/db-1"]},
                           {"name": "cart", "replaced": ["shop/cart-x"]}]}
 EVICTION = {"changed": True, "elapsed_seconds": 3.9, "remaining": [],
+            "waited_seconds": {"pdb_pace": 1.5, "pods_starting": 2.0, "pods_going": 0.2, "backing_off": 0.0},
             "pods": [{"namespace": "shop", "name": "web-a", "outcome": "evicted"},
                      {"namespace": "shop", "name": "web-b", "outcome": "evicted"},
                      {"namespace": "shop", "name": "web-c", "outcome": "evicted"},
@@ -60,13 +61,14 @@ def test_a_batch_that_did_what_was_planned_reports_every_key_in_order_and_no_dif
         "warm_seconds": 30.1,
         "replace_seconds": 14.2,
         "evict_seconds": 3.9,
+        "evict_waits": {"pdb_pace": 1.5, "pods_starting": 2.0, "pods_going": 0.2, "backing_off": 0.0},
         "retire_seconds": 0.0,
         "own_seconds": 0.1,
         "row": "| 2/3 | node-3, node-4 | 3 | 3 | 3 | 3 | 48.3 |",
     }
     assert list(report()) == ["batch", "nodes", "replacements_planned", "replacements_done", "replaced_workloads",
                               "evictions_planned", "evictions_done", "replaced", "evicted", "differences", "seconds",
-                              "warm_seconds", "replace_seconds", "evict_seconds", "retire_seconds", "own_seconds",
+                              "warm_seconds", "replace_seconds", "evict_seconds", "evict_waits", "retire_seconds", "own_seconds",
                               "row"]
 
 

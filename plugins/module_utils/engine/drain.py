@@ -26,6 +26,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.steering i
     steering_while_moving,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction import EvictionRun
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction_waits import WAITED_FOR
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import replace_pods
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import ensure_warm_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import (
@@ -192,6 +193,7 @@ def drain(client, job, check_mode=False, every_pod=None, held_steering=None):
     entries = sorted((state.result() for state in states), key=lambda e: (e["node"] or "", e["namespace"], e["name"]))
     result.update(changed=evictions > 0, pods=entries, summary=summarize_entries(entries),
                   elapsed_seconds=round(sum(each.elapsed for each in runs), 2),
+                  waited_seconds={kind: round(sum(each.waits.waited[kind] for each in runs), 2) for kind in WAITED_FOR},
                   diff=_removed(entries, ("evicted", "deleted")))
     if node_names and settings.wait:
         # The pods that a drain should have removed: all but DaemonSet, mirror and terminal pods.

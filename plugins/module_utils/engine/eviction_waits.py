@@ -42,6 +42,12 @@ def pod_scope(states, by_node=True):
     return (namespaces.pop() if len(namespaces) == 1 else None), None
 
 
+# What an eviction run waits for: a PDB to allow another disruption; pods to start (the replacements that give
+# a workload replicas to spare, and those waited for at the end); evicted pods to go; a backoff after a 429.
+PDB_PACE, PODS_STARTING, PODS_GOING, BACKING_OFF = "pdb_pace", "pods_starting", "pods_going", "backing_off"
+WAITED_FOR = (PDB_PACE, PODS_STARTING, PODS_GOING, BACKING_OFF)
+
+
 class EvictionWaits:
     """The waits of one eviction run; ``on_gone(state)`` is called for each pod in flight seen gone."""
 
@@ -54,6 +60,8 @@ class EvictionWaits:
         self.version = None
         self._pods = None
         self._scope = None
+        # Seconds waited, by what for (WAITED_FOR): where an eviction's time goes, for the rotation's report.
+        self.waited = dict.fromkeys(WAITED_FOR, 0.0)
 
     def start(self, states):
         """Before the first eviction: where the watches of pods start, so that no deletion to come is missed."""
@@ -82,6 +90,15 @@ class EvictionWaits:
     def wait(self, queue, in_flight, timeout):
         """Until something may let the loop go on (plan.eviction.what_to_wait_for), or ``timeout`` seconds."""
         wait, states, for_room = what_to_wait_for(queue, in_flight, self.clock(), self.settings.wait)
+        kind = PDB_PACE if wait is Wait.PDBS else BACKING_OFF if wait is Wait.SLEEP else \
+            PODS_STARTING if for_room else PODS_GOING
+        started = self.clock()
+        try:
+            self._wait(wait, states, for_room, in_flight, timeout)
+        finally:
+            self.waited[kind] += self.clock() - started
+
+    def _wait(self, wait, states, for_room, in_flight, timeout):
         if wait is Wait.SLEEP or self.version is None:
             self.sleep(timeout)
         elif wait is Wait.PDBS:
@@ -121,6 +138,13 @@ class EvictionWaits:
         """Watch the pods of each workload of the ``evicted`` states until it has them back: as many Ready as it had
         before the evictions (``ready_before``, by Workload), or as it wants if it wants fewer now. At ``deadline``,
         what is missing, with the scheduler's reason for each pod still Pending."""
+        started = self.clock()
+        try:
+            return self._replacements(owners, evicted, ready_before, deadline)
+        finally:
+            self.waited[PODS_STARTING] += self.clock() - started
+
+    def _replacements(self, owners, evicted, ready_before, deadline):
         for workload in sorted({owners.workload_of(state.pod) for state in evicted} - {None}):
             obj = read_workload(self.client, workload) or {}
             desired = (obj.get("spec") or {}).get("replicas", 1)

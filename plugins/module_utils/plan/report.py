@@ -74,6 +74,7 @@ def batch_report(batch, batches, run, check_mode):
         "warm_seconds": run.warmed.get("elapsed_seconds", 0),
         "replace_seconds": run.replaced.get("elapsed_seconds", 0),
         "evict_seconds": run.eviction.get("elapsed_seconds", 0),
+        "evict_waits": dict(run.eviction.get("waited_seconds") or {}),
         "retire_seconds": 0.0 if run.retire_started is None else round(run.now - float(run.retire_started), 1),
     }
     steps = ("warm_seconds", "replace_seconds", "evict_seconds", "retire_seconds")
