@@ -105,11 +105,7 @@ class Demo(RotationScenario):
 
     def verify(self, watcher):
         """Problems found, as sentences; empty when the rotation did what it promises."""
-        problems = []
-        for app, minimum in MIN_READY.items():
-            if watcher.min_ready.get(app, 0) < minimum:
-                problems.append("%s had %d Ready pods at one point, below its PDB minimum %d" % (
-                    app, watcher.min_ready.get(app, 0), minimum))
+        problems = below_minimum(watcher, MIN_READY, "PDB minimum")
         new_nodes = {node.metadata.name for node in self.core.list_node(label_selector="kubeops.io/pool=warm").items}
         for pod in self.pods(self.namespace):
             owner = (pod.metadata.owner_references or [None])[0]
@@ -121,6 +117,12 @@ class Demo(RotationScenario):
         if left:
             problems.append("old nodes still exist: %s" % ", ".join(left))
         return problems
+
+
+def below_minimum(watcher, minimums, what):
+    """A sentence for each app of ``minimums`` ({app: the fewest Ready pods it may have}) that had fewer."""
+    return ["%s had %d Ready pods at one point, below its %s %d" % (app, watcher.min_ready.get(app, 0), what, minimum)
+            for app, minimum in minimums.items() if watcher.min_ready.get(app, 0) < minimum]
 
 
 def report_problems(report):
@@ -154,35 +156,55 @@ def print_report(report):
                                        json.dumps(report["zones_after"].get(owner, {}), sort_keys=True)))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--work-dir", default=os.path.join(REPO, ".cache", "demo"))
-    args = parser.parse_args()
-    os.makedirs(args.work_dir, exist_ok=True)
-    demo = Demo(args.kubeconfig)
-    print("Creating the old pool and the shop workloads...", flush=True)
-    demo.setup()
-    print("Running ansible-playbook kubeops.rotation.rotate_nodes (with a watcher)...", flush=True)
-    completed, watcher, seconds = demo.rotate(args.work_dir)
+def print_min_ready(watcher):
+    print("Fewest Ready pods seen during the rotation: %s" % json.dumps(
+        {app: count for app, count in watcher.min_ready.items() if app}, sort_keys=True))
+
+
+def rotate_and_report(demo, work_dir, show):
+    """Run the demo's rotation and print its output (exit if it failed), what ``show(watcher)`` prints, its report
+    and the problems found; exit 1 where there are any."""
+    completed, watcher, seconds = demo.rotate(work_dir)
     print(completed.stdout)
     if completed.returncode != 0:
         print(completed.stderr)
         sys.exit("The rotation failed.")
-    kubectl = local_cluster.binary("kubectl") if os.path.exists(local_cluster.binary("kubectl")) else "kubectl"
-    listing = subprocess.run([kubectl, "--kubeconfig", args.kubeconfig, "-n", demo.namespace, "get", "pods", "-o",
-                              "wide"], capture_output=True, text=True, check=False)
-    print("$ kubectl -n %s get pods -o wide\n%s" % (demo.namespace, listing.stdout))
-    print("Fewest Ready pods seen during the rotation: %s" % json.dumps(
-        {app: count for app, count in watcher.min_ready.items() if app}, sort_keys=True))
-    with open(os.path.join(args.work_dir, "rotation-report.json")) as handle:
+    show(watcher)
+    with open(os.path.join(work_dir, "rotation-report.json")) as handle:
         report = json.load(handle)
     print_report(report)
     problems = demo.verify(watcher) + report_problems(report)
     for problem in problems:
         print("PROBLEM: " + problem)
-    print("Rotation took %.1f s; report: %s" % (seconds, os.path.join(args.work_dir, "rotation-report.json")))
+    print("Rotation took %.1f s; report: %s" % (seconds, os.path.join(work_dir, "rotation-report.json")))
     sys.exit(1 if problems else 0)
+
+
+def demo_arguments(description):
+    """A demo's command line: --kubeconfig and --work-dir, which is made if missing."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--work-dir", default=os.path.join(REPO, ".cache", "demo"))
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    return args
+
+
+def main():
+    args = demo_arguments(__doc__)
+    demo = Demo(args.kubeconfig)
+    print("Creating the old pool and the shop workloads...", flush=True)
+    demo.setup()
+    print("Running ansible-playbook kubeops.rotation.rotate_nodes (with a watcher)...", flush=True)
+
+    def show(watcher):
+        kubectl = local_cluster.binary("kubectl") if os.path.exists(local_cluster.binary("kubectl")) else "kubectl"
+        listing = subprocess.run([kubectl, "--kubeconfig", args.kubeconfig, "-n", demo.namespace, "get", "pods",
+                                  "-o", "wide"], capture_output=True, text=True, check=False)
+        print("$ kubectl -n %s get pods -o wide\n%s" % (demo.namespace, listing.stdout))
+        print_min_ready(watcher)
+
+    rotate_and_report(demo, args.work_dir, show)
 
 
 if __name__ == "__main__":

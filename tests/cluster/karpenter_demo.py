@@ -17,8 +17,6 @@ workload changed zones.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -29,7 +27,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import karpenter  # noqa: E402
-from demo import RotationScenario, print_report, report_problems  # noqa: E402
+from demo import RotationScenario, below_minimum, demo_arguments, print_min_ready, rotate_and_report  # noqa: E402
 from kube import daemon_set, deployment, pdb, stateful_set  # noqa: E402
 from kubernetes import client as k8s_client  # noqa: E402
 
@@ -120,11 +118,7 @@ class KarpenterDemo(RotationScenario):
     # The rotation's outcome ---------------------------------------------------------------------------------------
     def verify(self, watcher):
         """Problems found, as sentences; empty when the rotation did what it promises."""
-        problems = []
-        for app, minimum in MIN_READY.items():
-            if watcher.min_ready.get(app, 0) < minimum:
-                problems.append("%s had %d Ready pods at one point, below its minimum %d" % (
-                    app, watcher.min_ready.get(app, 0), minimum))
+        problems = below_minimum(watcher, MIN_READY, "minimum")
         left_claims = sorted(set(self.drifted_claims) & {claim["metadata"]["name"] for claim in self.node_claims()})
         if left_claims:
             problems.append("drifted NodeClaims still exist: %s" % ", ".join(left_claims))
@@ -151,11 +145,7 @@ class KarpenterDemo(RotationScenario):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--work-dir", default=os.path.join(REPO, ".cache", "demo"))
-    args = parser.parse_args()
-    os.makedirs(args.work_dir, exist_ok=True)
+    args = demo_arguments(__doc__)
     demo = KarpenterDemo(args.kubeconfig)
     print("Creating NodePool %s (its nodes annotated do-not-disrupt) and the shop workloads; Karpenter launches "
           "their nodes..." % demo.pool, flush=True)
@@ -177,26 +167,16 @@ def main():
     print("Pods before:\n  " + "\n  ".join(demo.placement()))
     print("Running ansible-playbook kubeops.rotation.rotate_nodes on the drifted nodes (with a watcher)...",
           flush=True)
-    completed, watcher, seconds = demo.rotate(args.work_dir)
-    print(completed.stdout)
-    if completed.returncode != 0:
-        print(completed.stderr)
-        sys.exit("The rotation failed.")
-    print("Pods after:\n  " + "\n  ".join(demo.placement()))
-    print("Fewest Ready pods seen during the rotation: %s" % json.dumps(
-        {app: count for app, count in watcher.min_ready.items() if app}, sort_keys=True))
-    print("Pods Karpenter evicted itself (its Evicted Events): %s" % (
-        "; ".join(demo.karpenter_evicted()) or "none"))
-    print("Drifted NodeClaims left: %s" % (sorted(set(demo.drifted_claims) & {
-        claim["metadata"]["name"] for claim in demo.node_claims()}) or "none"))
-    with open(os.path.join(args.work_dir, "rotation-report.json")) as handle:
-        report = json.load(handle)
-    print_report(report)
-    problems = demo.verify(watcher) + report_problems(report)
-    for problem in problems:
-        print("PROBLEM: " + problem)
-    print("Rotation took %.1f s; report: %s" % (seconds, os.path.join(args.work_dir, "rotation-report.json")))
-    sys.exit(1 if problems else 0)
+
+    def show(watcher):
+        print("Pods after:\n  " + "\n  ".join(demo.placement()))
+        print_min_ready(watcher)
+        print("Pods Karpenter evicted itself (its Evicted Events): %s" % (
+            "; ".join(demo.karpenter_evicted()) or "none"))
+        print("Drifted NodeClaims left: %s" % (sorted(set(demo.drifted_claims) & {
+            claim["metadata"]["name"] for claim in demo.node_claims()}) or "none"))
+
+    rotate_and_report(demo, args.work_dir, show)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from ansible_run import kill_if_running, run_collection_playbook
 from conftest import deployment_under_pdb, wait_until
 from kube import DisruptionWatcher, LeaseSampler, eviction_requests, evictions_since
 from test_rebalance import APPS, piled_up, pods_per_node, steering_taints, uids, zoned_nodes
-from test_rotation_moves_once import RestartWatcher, assert_moved_once, protected_scenario
+from test_rotation_moves_once import assert_moved_once, protected_scenario, watched_rotation
 
 from flaky_proxy import FlakyProxy, kubeconfig_through
 
@@ -42,11 +42,9 @@ def test_a_rotation_through_a_flaky_network_moves_each_pod_once(cluster, test_id
     proxy, kubeconfig = flaky
     scenario = protected_scenario(cluster, test_id)
     try:
-        zones_before = scenario.zones()
-        evictions_before = eviction_requests(cluster)
         proxy.set_rates(**SHARES)
-        with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
-            completed = scenario.rotate(str(tmp_path), {"kubeops_kubeconfig": kubeconfig})
+        completed, watcher, restarts, evictions_before, zones_before = watched_rotation(
+            cluster, scenario, tmp_path, {"kubeops_kubeconfig": kubeconfig})
         print("faults:", proxy.stats)
         assert completed.returncode == 0, completed.stdout[-6000:]
         assert min(proxy.stats[fault] for fault in SHARES) >= 1, proxy.stats

@@ -213,6 +213,16 @@ def protected(cluster, test_id):
     scenario.cleanup()
 
 
+def watched_rotation(cluster, scenario, work_dir, extra=None):
+    """The scenario's rotation under a DisruptionWatcher and a RestartWatcher: (the finished run, the watcher, the
+    restart watcher, the API server's evictions and the scenario's zones before it)."""
+    zones_before = scenario.zones()
+    evictions_before = eviction_requests(cluster)
+    with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
+        completed = scenario.rotate(str(work_dir), extra)
+    return completed, watcher, restarts, evictions_before, zones_before
+
+
 def events_about(cluster, namespace, names):
     """Who said what about these pods, one short line each (the controller that deleted one names itself in its
     Event), kept short so that pytest shows the whole of it."""
@@ -256,10 +266,7 @@ def assert_moved_once(cluster, scenario, watcher, restarts, evicted, report, zon
 
 
 def test_each_pod_moves_once_zones_are_kept_and_the_plan_is_what_happens(cluster, protected, tmp_path):
-    zones_before = protected.zones()
-    evictions_before = eviction_requests(cluster)
-    with DisruptionWatcher(cluster, protected.namespace) as watcher, RestartWatcher(protected) as restarts:
-        completed = protected.rotate(str(tmp_path))
+    completed, watcher, restarts, evictions_before, zones_before = watched_rotation(cluster, protected, tmp_path)
     assert completed.returncode == 0, completed.stdout[-6000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert len(report["batches"]) == 3

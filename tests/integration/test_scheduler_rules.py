@@ -10,8 +10,8 @@ import re
 
 import pytest
 from conftest import TEST_LABEL, wait_until
-from kube import DisruptionWatcher, deployment, eviction_requests, evictions_since, pdb, running_pods
-from test_rotation_moves_once import RestartWatcher, Scenario
+from kube import deployment, eviction_requests, evictions_since, pdb, running_pods
+from test_rotation_moves_once import Scenario, watched_rotation
 
 from fakenodes import fake_node
 
@@ -92,10 +92,7 @@ def gpu_pool(cluster, test_id):
 
 def test_a_pool_whose_pods_ask_for_gpus_and_zone_anti_affinity_rotates_every_pod_once(cluster, gpu_pool, tmp_path):
     scenario = gpu_pool
-    zones_before = scenario.zones()
-    evictions_before = eviction_requests(cluster)
-    with DisruptionWatcher(cluster, scenario.namespace) as watcher, RestartWatcher(scenario) as restarts:
-        completed = scenario.rotate(str(tmp_path))
+    completed, watcher, restarts, evictions_before, zones_before = watched_rotation(cluster, scenario, tmp_path)
     assert completed.returncode == 0, completed.stdout[-6000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["outcome"] == "finished"
