@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import types
 from urllib.parse import unquote_plus, urlencode
 
 import pytest
@@ -10,6 +11,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import (
     CONNECT_TIMEOUT,
     LIST_READ_TIMEOUT,
+    Client,
     MAX_RETRY_DELAY,
     READ_TIMEOUT,
     RETRY_BUDGET_SECONDS,
@@ -373,3 +375,17 @@ def test_a_request_the_server_took_has_the_whole_budget_even_before_its_first_an
     client, _pool, sleeps = fake_client(Silent(READ_TIMEOUT), Silent(READ_TIMEOUT), (200, node("a")))
     assert client.call_json(client.core.read_node, "a")["metadata"]["name"] == "a"
     assert sleeps == [0.5, 1.0], "the second attempt began after the 15 s of a first contact"
+
+
+def test_lists_keep_objects_lean_unless_asked_for_their_managed_fields():
+    page = {"metadata": {"resourceVersion": "7"}, "items": [
+        {"metadata": {"name": "p1", "managedFields": [{"manager": "kubelet"}]}, "spec": {}}]}
+
+    def list_method(**_kwargs):
+        return types.SimpleNamespace(data=json.dumps(page))
+
+    client = object.__new__(Client)
+    items, version = Client.list_with_version(client, list_method)
+    assert version == "7" and items == [{"metadata": {"name": "p1"}, "spec": {}}]
+    kept, _version = Client.list_with_version(client, list_method, managed_fields=True)
+    assert kept[0]["metadata"]["managedFields"] == [{"manager": "kubelet"}]

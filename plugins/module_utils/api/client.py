@@ -503,12 +503,13 @@ class Client:
             node = self.call_json(self.core.read_node, node["metadata"]["name"])
 
     def list_all(self, list_method, page_size=LIST_PAGE_SIZE, **kwargs):
-        """Every item of a list call as plain dicts, fetched page by page."""
+        """Every item of a list call as plain dicts, fetched page by page (lean, as list_with_version keeps them)."""
         return self.list_with_version(list_method, page_size, **kwargs)[0]
 
-    def list_with_version(self, list_method, page_size=LIST_PAGE_SIZE, **kwargs):
+    def list_with_version(self, list_method, page_size=LIST_PAGE_SIZE, managed_fields=False, **kwargs):
         """Every item of a list call as plain dicts, fetched page by page, and the list's resourceVersion (where
-        a watch of the same scope starts).
+        a watch of the same scope starts). Each item is kept lean (without its managedFields) unless
+        ``managed_fields``.
 
         The API's JSON is read as it is: building the client's typed objects and turning them back into
         dicts cost seconds for a few thousand pods.
@@ -516,7 +517,7 @@ class Client:
         items, metadata = [], {}
         for page in each_page(lambda token: json.loads(list_method(
                 limit=page_size, _continue=token, _preload_content=False, **kwargs).data)):
-            items.extend(page.get("items") or [])
+            items.extend(page.get("items") or [] if managed_fields else map(lean, page.get("items") or []))
             metadata = page.get("metadata") or {}
         return items, metadata.get("resourceVersion")
 
@@ -534,6 +535,14 @@ class Client:
                 return None
             raise
         return items
+
+
+def lean(obj):
+    """``obj`` without its metadata.managedFields, the field managers' record: a third of a pod's memory once
+    read, and what a list or a watch keeps of many objects for a whole step. Only the workloads' owners of
+    spec.replicas are read from it (plan.replacement), from lists that keep it."""
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
 
 
 def each_page(read_page):

@@ -146,8 +146,9 @@ def rotation_snapshot(client, names=(), selector=None, karpenter=False, karpente
         lambda: node_pools(client) if karpenter else [],
         lambda: client.list_all(client.core.list_node, label_selector=selector) if selector else [],
         lambda: client.list_all(client.policy.list_pod_disruption_budget_for_all_namespaces),
-        lambda: client.list_all(client.apps.list_deployment_for_all_namespaces),
-        lambda: client.list_all(client.apps.list_stateful_set_for_all_namespaces),
+        # Their managedFields say who else sets spec.replicas (plan.replacement.workload_facts).
+        lambda: client.list_all(client.apps.list_deployment_for_all_namespaces, managed_fields=True),
+        lambda: client.list_all(client.apps.list_stateful_set_for_all_namespaces, managed_fields=True),
         lambda: client.list_all(client.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces),
         lambda: owners_of_replica_sets(client)]
     nodes, pods, claims, pools, selected, pdbs, deployments, stateful_sets, hpas, owners = each_concurrently(

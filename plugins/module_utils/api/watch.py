@@ -10,7 +10,7 @@ import math
 import threading
 import time
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import CONNECT_TIMEOUT
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import CONNECT_TIMEOUT, lean
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import KubeopsError
 
@@ -57,7 +57,7 @@ def watch(list_method, resource_version, timeout, **kwargs):
                 if (event.get("raw_object") or {}).get("code") == 410:
                     raise WatchExpired()
                 continue
-            yield event["type"], event["object"]
+            yield event["type"], lean(event["object"])
     except ApiException as exc:
         if exc.status == 410:
             raise WatchExpired()

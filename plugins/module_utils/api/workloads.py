@@ -42,11 +42,13 @@ def read_workload(client, workload, required=False):
 
 
 def workloads_in(client, kind, namespace=None, label_selector=None):
-    """The workloads of ``kind`` in a namespace (None: in every one) matching a label selector, as dicts."""
+    """The workloads of ``kind`` in a namespace (None: in every one) matching a label selector, as dicts (with
+    their managedFields: who else sets spec.replicas)."""
     calls = kind_api(client, kind)
     if namespace is None:
-        return client.list_all(calls.list_all, label_selector=label_selector)
-    return client.list_all(calls.list_namespaced, namespace=namespace, label_selector=label_selector)
+        return client.list_all(calls.list_all, label_selector=label_selector, managed_fields=True)
+    return client.list_all(calls.list_namespaced, namespace=namespace, label_selector=label_selector,
+                           managed_fields=True)
 
 
 def deployment_of(client, namespace, replica_set):
@@ -63,7 +65,8 @@ def patch_workload(client, workload, body):
 
 def surging_deployments(client):
     """Every Deployment that carries the surge label (model.keys.SURGE_LABEL), as dicts."""
-    return client.list_all(client.apps.list_deployment_for_all_namespaces, label_selector=SURGE_LABEL)
+    return client.list_all(client.apps.list_deployment_for_all_namespaces, label_selector=SURGE_LABEL,
+                           managed_fields=True)
 
 
 def autoscalers_in(client, namespace):
