@@ -97,6 +97,7 @@ workload twice or did not do what its plan said; it is not a timing test.
 from __future__ import annotations
 
 import argparse
+import datetime
 import glob
 import json
 import math
@@ -145,6 +146,11 @@ POD_MILLICPU = 100  # what every workload pod requests (kube.pod_spec)
 SHARE_ROTATED = 0.2
 TIMEOUT = 600
 SETTLE_TIMEOUT = 300
+# While a large cluster's workloads come up: how long without all of them Ready before pods that kwok left not
+# Ready are deleted and made again (Scenario._workloads_ready).
+STUCK_SECONDS = 300
+# ... and how many times nodes of the new pool launched meanwhile are taken away again before the run gives up.
+NEW_NODE_CLEARINGS = 3
 
 OURS = "kubeops.rotation.rotate_nodes"
 MANUAL = "manual (kubectl)"
@@ -227,6 +233,7 @@ class Scenario(RotationScenario):
         self.rotated = list(self.zones)[:max(1, round(nodes * SHARE_ROTATED))]
         self.capacity = {"cpu": "%dm" % (slots * POD_MILLICPU), "memory": "16Gi", "pods": "110"}
         self._zones_seen = dict(self.zones)
+        self._stuck_since = None
         self.specs = workloads(nodes * slots, web_max_unavailable)
         # The manual sequence's batches: the nodes to rotate by zone, batch_size at a time, as ours plans them.
         self.batches = []
@@ -275,11 +282,50 @@ class Scenario(RotationScenario):
             if spec["pdb"]:
                 self.policy.create_namespaced_pod_disruption_budget(self.namespace, pdb(app, {"app": app},
                                                                                         **spec["pdb"]))
-        # The control plane on two cores starts a few pods a second at most: a large cluster's take minutes.
+        # The control plane on two cores starts a few pods a second at most: a large cluster's take minutes,
+        # watched first by the workloads' counts (a list of every pod, read often, would take the cores from it).
         pods = sum(spec["replicas"] for spec in self.specs.values())
-        self.wait(self.settled, "the pods of %s to be Ready" % self.id, timeout=max(SETTLE_TIMEOUT, pods * 0.3))
-        if self.new_nodes():
-            raise RuntimeError("the pods of %s did not fit on the old pool: %s" % (self.id, self.new_nodes()))
+        for _attempt in range(NEW_NODE_CLEARINGS + 1):
+            self.wait(self._workloads_ready, "the workloads of %s to be Ready" % self.id,
+                      timeout=max(SETTLE_TIMEOUT, pods * 0.3), interval=2)
+            self.wait(self.settled, "the pods of %s to be Ready" % self.id, timeout=SETTLE_TIMEOUT)
+            if not self.new_nodes():
+                return
+            # Pods made again (above) that the scheduler, lagging, found no room for got nodes of the new pool
+            # from the provisioner: taken away, so that they come back where their slots are free.
+            self._clear_new_nodes()
+        raise RuntimeError("the pods of %s did not fit on the old pool: %s" % (self.id, self.new_nodes()))
+
+    def _clear_new_nodes(self):
+        names = set(self.new_nodes())
+        for pod in self.pods(self.namespace):
+            if pod.spec.node_name in names:
+                self.core.delete_namespaced_pod(pod.metadata.name, self.namespace, grace_period_seconds=0)
+        for name in names:
+            self.core.delete_node(name)
+
+    def _workloads_ready(self):
+        """Every workload's status counts its replicas Ready. A pod that kwok failed to make Ready is deleted, for
+        its workload to make it again: under load, kwok 0.8 may give a pod a second IP of the same family in its
+        pod-ready stage, which the API server refuses, and it does not try again."""
+        workloads = self.apps.list_namespaced_deployment(self.namespace).items + \
+            self.apps.list_namespaced_stateful_set(self.namespace).items
+        ready = {item.metadata.name: item.status.ready_replicas or 0 for item in workloads}
+        if all(ready.get(app, 0) >= spec["replicas"] for app, spec in self.specs.items()):
+            return True
+        self._stuck_since = self._stuck_since or time.monotonic()
+        if time.monotonic() - self._stuck_since > STUCK_SECONDS:
+            for name in self._not_ready_for(STUCK_SECONDS):
+                self.core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+            self._stuck_since = None
+        return False
+
+    def _not_ready_for(self, seconds):
+        """The pods of the namespace scheduled more than ``seconds`` ago and still not Ready."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return [pod.metadata.name for pod in self.pods(self.namespace)
+                if pod.spec.node_name and not is_ready(pod)
+                and (now - pod.metadata.creation_timestamp).total_seconds() > seconds]
 
     def _nodes_ready(self):
         """All the old pool's nodes Ready and without the node lifecycle controller's not-ready taint."""
@@ -322,13 +368,14 @@ class Scenario(RotationScenario):
 
     def on_rotated(self):
         """The workloads' pods on the nodes to rotate, Terminating ones included."""
-        return [pod for pod in self.app_pods() if pod.spec.node_name in self.rotated]
+        rotated = set(self.rotated)
+        return [pod for pod in self.app_pods() if pod.spec.node_name in rotated]
 
     def rotated_left(self):
         """The nodes to rotate that still exist."""
-        return sorted(name for name in self.rotated if name in {
-            node.metadata.name for node in self.core.list_node(
-                label_selector="%s=%s" % (POOL_LABEL, self.old_pool)).items})
+        old_pool = {node.metadata.name for node in self.core.list_node(
+            label_selector="%s=%s" % (POOL_LABEL, self.old_pool)).items}
+        return sorted(name for name in self.rotated if name in old_pool)
 
     def new_nodes(self):
         return sorted(node.metadata.name for node in self.core.list_node(

@@ -28,9 +28,9 @@ class ClusterClients:
     def pods(self, namespace, selector=None):
         return self.core.list_namespaced_pod(namespace, label_selector=selector).items
 
-    def wait(self, predicate, what, timeout=120):
+    def wait(self, predicate, what, timeout=120, interval=0.3):
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
                 raise RuntimeError("timed out waiting for %s" % what)
-            time.sleep(0.3)
+            time.sleep(interval)
