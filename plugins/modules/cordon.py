@@ -198,13 +198,6 @@ api_retries:
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.cordon import CordonRequest, apply_cordon
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    first_error,
-    names_error,
-    selector_error,
-    text_error,
-)
 
 ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="str"),
@@ -215,19 +208,6 @@ ARGUMENT_SPEC = dict(
     force=dict(type="bool", default=False),
     rotation_id=dict(type="str"),
 )
-
-
-def validated(params):
-    """The CordonRequest of the parameters, or InvalidInput before anything is read."""
-    error = first_error(names_error("nodes", params["nodes"], "node"),
-                        selector_error("node_selector", params["node_selector"]),
-                        text_error("rotation_id", params["rotation_id"]))
-    if error:
-        raise InvalidInput(error)
-    if params["rotation_id"] and params["state"] != "cordoned":
-        raise InvalidInput("rotation_id records a rotation's cordon; it needs state: cordoned.")
-    return CordonRequest(tuple(params["nodes"] or ()), params["node_selector"], params["state"], params["reason"],
-                         params["taint"], params["force"], params["rotation_id"])
 
 
 def cordon(client, request, check_mode):
@@ -244,7 +224,7 @@ def cordon(client, request, check_mode):
 
 def main():
     run_module(kubernetes_module(ARGUMENT_SPEC, lease=True, required_one_of=[["nodes", "node_selector"]]), cordon,
-               validated)
+               CordonRequest.from_params)
 
 
 if __name__ == "__main__":

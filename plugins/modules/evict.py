@@ -519,18 +519,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module im
     kubernetes_module,
     run_module,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import DrainJob, PodSelection, move
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.drain import DrainJob, move
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacement import ReplaceSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import WarmSettings
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import EvictionSettings
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
-    field_selector_error,
-    first_error,
-    names_error,
-    selector_error,
-)
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.filters import FilterOptions
 
 EVICT_ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="str"),
@@ -569,32 +560,13 @@ EVICT_ARGUMENT_SPEC = dict(
 
 
 def validated(params):
-    """(DrainJob, WarmSettings or None, ReplaceSettings or None) from the parameters, or InvalidInput for
-    parameters that make no sense, before anything is read or changed. The eviction settings, the warming and the
-    replacement are their classes' from_params; the pods' selection and filters are checked here."""
-    error = first_error(
-        names_error("nodes", params["nodes"], "node"),
-        selector_error("node_selector", params["node_selector"]),
-        names_error("namespaces", params["namespaces"], "namespace"),
-        names_error("exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
-        selector_error("pod_selector", params["pod_selector"]),
-        names_error("avoid_nodes", params["avoid_nodes"] or None, "node"),
-        field_selector_error("field_selector", params["field_selector"]))
-    if error:
-        raise InvalidInput(error)
-    selection = PodSelection(tuple(params["nodes"] or ()), params["node_selector"], tuple(params["namespaces"] or ()),
-                             params["pod_selector"], params["field_selector"])
-    options = FilterOptions(
-        force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
-        respect_do_not_disrupt=params["respect_do_not_disrupt"], evict_system_critical=params["evict_system_critical"],
-        namespaces=tuple(params["namespaces"] or ()), exclude_namespaces=tuple(params["exclude_namespaces"]))
-    job = DrainJob(selection, options, EvictionSettings.from_params(params), params["skip_refused"],
-                   params["keep_zones"], tuple(params["avoid_nodes"]))
+    """(DrainJob, WarmSettings or None, ReplaceSettings or None), each its class's from_params, or InvalidInput
+    before anything is read or changed."""
     warming = (WarmSettings.from_params(params["warm_first"], "warm_first.")
                if params["warm_first"] is not None else None)
     replacing = (ReplaceSettings.from_params(params["replace_first"], "replace_first.")
                  if params["replace_first"] is not None else None)
-    return job, warming, replacing
+    return DrainJob.from_params(params), warming, replacing
 
 
 def evict(client, settings, check_mode):

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import NotFound
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, NotFound
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    first_error,
+    names_error,
+    selector_error,
+    text_error,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.cordon import plan_cordon, plan_uncordon
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import phase_annotations
@@ -28,6 +34,20 @@ class CordonRequest:
     taint: bool = False
     force: bool = False
     rotation_id: str | None = None
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The request of the cordon module's parameters, or InvalidInput naming the first that makes no sense
+        (``prefix`` before its name), before anything is read."""
+        error = first_error(names_error(prefix + "nodes", params["nodes"], "node"),
+                            selector_error(prefix + "node_selector", params["node_selector"]),
+                            text_error(prefix + "rotation_id", params["rotation_id"]))
+        if error:
+            raise InvalidInput(error)
+        if params["rotation_id"] and params["state"] != "cordoned":
+            raise InvalidInput("%srotation_id records a rotation's cordon; it needs state: cordoned." % prefix)
+        return cls(tuple(params["nodes"] or ()), params["node_selector"], params["state"], params["reason"],
+                   params["taint"], params["force"], params["rotation_id"])
 
 
 def apply_cordon(client, request, check_mode, now=None, attempts=3):

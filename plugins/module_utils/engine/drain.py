@@ -31,9 +31,16 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.engine.replacemen
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.warm import ensure_warm_nodes
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import (
     Blocked,
+    InvalidInput,
     KubeopsError,
     Refused,
     TimedOut,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs import (
+    field_selector_error,
+    first_error,
+    names_error,
+    selector_error,
 )
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import is_cordoned, node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import node_of, pod_key, pods_of_named_nodes
@@ -86,6 +93,31 @@ class DrainJob:
     skip_refused: bool = False
     keep_zones: bool = False
     avoid_nodes: tuple = ()
+
+    @classmethod
+    def from_params(cls, params, prefix=""):
+        """The drain of the evict module's parameters (its eviction settings EvictionSettings.from_params), or
+        InvalidInput naming the first option that makes no sense (``prefix`` before its name), before anything is
+        read or changed."""
+        error = first_error(
+            names_error(prefix + "nodes", params["nodes"], "node"),
+            selector_error(prefix + "node_selector", params["node_selector"]),
+            names_error(prefix + "namespaces", params["namespaces"], "namespace"),
+            names_error(prefix + "exclude_namespaces", params["exclude_namespaces"] or None, "namespace"),
+            selector_error(prefix + "pod_selector", params["pod_selector"]),
+            names_error(prefix + "avoid_nodes", params["avoid_nodes"] or None, "node"),
+            field_selector_error(prefix + "field_selector", params["field_selector"]))
+        if error:
+            raise InvalidInput(error)
+        selection = PodSelection(tuple(params["nodes"] or ()), params["node_selector"],
+                                 tuple(params["namespaces"] or ()), params["pod_selector"], params["field_selector"])
+        options = FilterOptions(
+            force=params["force"], delete_emptydir_data=params["delete_emptydir_data"],
+            respect_do_not_disrupt=params["respect_do_not_disrupt"],
+            evict_system_critical=params["evict_system_critical"], namespaces=tuple(params["namespaces"] or ()),
+            exclude_namespaces=tuple(params["exclude_namespaces"]))
+        return cls(selection, options, EvictionSettings.from_params(params, prefix), params["skip_refused"],
+                   params["keep_zones"], tuple(params["avoid_nodes"]))
 
 
 def _outcome(pod_plan):
