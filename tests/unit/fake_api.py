@@ -37,11 +37,7 @@ import threading
 from ansible_collections.kubeops.rotation.plugins.module_utils.api import watch as watch_module
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import run_request_hooks
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException, ConnectionFailed
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import (
-    WATCH_WINDOW_SECONDS,
-    Informer,
-    WatchExpired,
-)
+from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import WATCH_WINDOW_SECONDS, Informer
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.owners import Workload
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pdbs import pdbs_for
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import controller_of

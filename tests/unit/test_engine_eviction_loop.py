@@ -332,9 +332,9 @@ def test_through_refusals_lost_answers_and_expired_watches_every_pod_is_evicted_
         fake.at(START + moment + draw.random(), lambda: fake.set_pdb_status("db", "data", disruptionsAllowed=1))
     faults = [rate_limited, lambda: LostAnswer(True), lambda: LostAnswer(False), lambda: None]
     for p in pods:
-        fake.script("evict_pod", *[draw.choice(faults)() for _ in range(draw.randint(0, 3))],
+        fake.script("evict_pod", *[draw.choice(faults)() for _attempt in range(draw.randint(0, 3))],
                     name=p["metadata"]["name"])
-    fake.script("watch", *[WatchExpired() if draw.random() < 0.3 else None for _ in range(40)])
+    fake.script("watch", *[WatchExpired() if draw.random() < 0.3 else None for _watch in range(40)])
     run, states, hooks = evict(fake, *pods, timeout=600, limits=Limits(max_in_flight=4, max_per_node=2))
     assert not run.timed_out and run.evictions == len(pods)
     assert all(state.outcome is Outcome.EVICTED for state in states.values()), \
