@@ -32,6 +32,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import LEASE_NAME, LEASE_NAMESPACE
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import micro_time
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import (
+    LOST_LEASE_PREFIX,
     expires_at,
     held_lease,
     holder_run_id,
@@ -42,6 +43,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import
     renew_request_timeout,
     renew_retry_seconds,
     renewal_refusal,
+    with_retired,
 )
 
 # A new progress line reaches the Lease at most this often (each is a write).
@@ -101,7 +103,7 @@ class HeldLease:
             except Blocked as exc:
                 if first:
                     raise
-                self.lost = "Lost the Lease: %s. Stopped before the next request." % exc
+                self.lost = "%s: %s. Stopped before the next request." % (LOST_LEASE_PREFIX, exc)
                 return
             except (ApiException, KubeopsError) as exc:
                 self.failure = str(exc).split("\n", 1)[0]
@@ -176,6 +178,22 @@ class LeaseKeeper:
                 else:
                     written = replace_lease(self.client, self.settings.name, self.settings.namespace, body)
                 return {"action": action, "reason": why, "lease": self.describe(written)}
+            except ApiException as exc:
+                if exc.status != 409 or attempt >= attempts:
+                    raise
+
+    def record_retired(self, rotation_id, names, attempts=3):
+        """Note ``names`` on the Lease as retired by ``rotation_id`` (plan.lease.with_retired), so that a rerun
+        that names them knows them gone; a write that lost a race with a renewal (409) is made again from a fresh
+        read."""
+        for attempt in range(1, attempts + 1):
+            current = self.read()
+            body = current and with_retired(current, rotation_id, names)
+            if not body:
+                return
+            try:
+                replace_lease(self.client, self.settings.name, self.settings.namespace, body)
+                return
             except ApiException as exc:
                 if exc.status != 409 or attempt >= attempts:
                     raise

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.client import each_concurrently
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.cluster_api import delete_machine, machines
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.errors import ApiException
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.karpenter import delete_node_claim, node_claims
-from ansible_collections.kubeops.rotation.plugins.module_utils.api.leases import read_lease, replace_lease
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.nodes import delete_node
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseSettings
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.lease import LeaseKeeper, LeaseSettings
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.cluster_api import machines_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.errors import InvalidInput, TimedOut
@@ -29,7 +27,6 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.inputs impo
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.karpenter import claims_by_node
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import node_name
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.times import utc_now
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.lease import with_retired
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import (
     ROLLED_BACK,
     phase_patch,
@@ -138,27 +135,11 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
     results.sort(key=lambda entry: entry["name"])
     retired = [entry["name"] for entry in results if entry["action"] == "gone" or entry["action"].startswith("deleted")]
     if delete and retired and request.lease and not check_mode:
-        record_retired(client, request.lease, request.rotation_id, retired)
+        LeaseKeeper(client, request.lease).record_retired(request.rotation_id, retired)
     waiting = [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")]
     if waiting and not check_mode:
         wait_until_gone(client, waiting, request.timeout, results, clock, sleep)
     return results, diff
-
-
-def record_retired(client, lease, rotation_id, names, attempts=3):
-    """Note ``names`` on the Lease as retired by ``rotation_id`` (plan.lease.with_retired); a write that lost a
-    race with a renewal (409) is made again from a fresh read."""
-    for attempt in range(1, attempts + 1):
-        current = read_lease(client, lease.name, lease.namespace)
-        body = current and with_retired(current, rotation_id, names)
-        if not body:
-            return
-        try:
-            replace_lease(client, lease.name, lease.namespace, body)
-            return
-        except ApiException as exc:
-            if exc.status != 409 or attempt == attempts:
-                raise
 
 
 def wait_until_gone(client, names, timeout, results, clock=time.monotonic, sleep=time.sleep):

@@ -72,7 +72,7 @@ def expires_at(lease):
 
 
 def holder_run_id(lease):
-    return (((lease or {}).get("metadata") or {}).get("annotations") or {}).get(LEASE_RUN_ID)
+    return _annotations(lease).get(LEASE_RUN_ID)
 
 
 def lease_decision(lease, run_id, now):
