@@ -13,9 +13,7 @@ from __future__ import annotations
 import collections
 import json
 import os
-import re
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -91,29 +89,20 @@ WORKER = "task workers (modules in them)"
 
 
 class PeakMemory:
-    """While a tool runs: the peak resident memory of ansible-playbook and of each module it runs, by module name,
-    from /proc every ``interval`` seconds. A process's VmHWM is its own high-water mark, so a peak between two
-    samples is not missed; a module call shorter than the interval may be (the biggest are not short).
-
-    A pipelined module is a bare interpreter reading its code from stdin; its name is that of the payload
-    directory ansible's wrapper makes as it starts (/tmp/ansible_<module>_payload_*), the first made after it.
+    """While a tool runs: the peak resident memory of ansible-playbook and of its task workers, from /proc every
+    ``interval`` seconds. A process's VmHWM is its own high-water mark, so a peak between two samples is not
+    missed; a worker shorter than the interval may be (the biggest are not short).
 
     The collection's modules run inside ansible-playbook's task workers (its action plugins run them in process),
     so a worker's peak is the module's: the controller's memory it was forked with, and what the module added.
 
-    ``peaks``: {"ansible-playbook": MB, WORKER: MB, "<module>": MB, ...}, the largest of each kind's processes."""
-
-    PAYLOAD = re.compile(r"^ansible_(.+?)_payload_")
+    ``peaks``: {"ansible-playbook": MB, WORKER: MB}, the largest of each kind's processes."""
 
     def __init__(self, interval=0.1):
         self.interval = interval
         self.peaks = {}
-        self._names = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._tick = os.sysconf("SC_CLK_TCK")
-        with open("/proc/stat") as handle:
-            self._boot = next(float(line.split()[1]) for line in handle if line.startswith("btime"))
 
     def __enter__(self):
         self._thread.start()
@@ -129,41 +118,16 @@ class PeakMemory:
             self._stop.wait(self.interval)
 
     def sample(self):
-        payloads = self._payloads()
         for pid in (entry for entry in os.listdir("/proc") if entry.isdigit()):
-            kind = self._kind(pid, payloads)
+            kind = self._kind(pid)
             megabytes = kind and self._high_water_mb(pid)
             if megabytes:
                 self.peaks[kind] = max(self.peaks.get(kind, 0.0), megabytes)
 
-    @classmethod
-    def _payloads(cls):
-        """[(made at, module name)] of the module payload directories there are now, oldest first."""
-        found = []
-        for entry in os.listdir(tempfile.gettempdir()):
-            match = cls.PAYLOAD.match(entry)
-            if match:
-                try:
-                    found.append((os.stat(os.path.join(tempfile.gettempdir(), entry)).st_mtime,
-                                  match.group(1).rsplit(".", 1)[-1]))
-                except OSError:
-                    pass
-        return sorted(found)
-
-    def _kind(self, pid, payloads):
-        try:
-            with open("/proc/%s/stat" % pid) as handle:
-                started = self._boot + int(handle.read().rsplit(")", 1)[1].split()[19]) / self._tick
-        except (OSError, IndexError, ValueError):
+    def _kind(self, pid):
+        if not self._is_playbook(self._command(pid)):
             return None
-        words = self._command(pid)
-        if self._is_playbook(words):
-            return WORKER if self._is_playbook(self._command(self._parent(pid))) else "ansible-playbook"
-        if len(words) == 1 and os.path.basename(words[0]).startswith("python"):
-            if self._names.get(pid) is None:  # its payload may not be there yet
-                self._names[pid] = next((name for made, name in payloads if made >= started - 0.05), None)
-            return self._names[pid]
-        return None
+        return WORKER if self._is_playbook(self._command(self._parent(pid))) else "ansible-playbook"
 
     @staticmethod
     def _is_playbook(words):
