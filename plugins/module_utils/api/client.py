@@ -517,7 +517,8 @@ class Client:
         items, metadata = [], {}
         for page in each_page(lambda token: json.loads(list_method(
                 limit=page_size, _continue=token, _preload_content=False, **kwargs).data)):
-            items.extend(page.get("items") or [] if managed_fields else map(lean, page.get("items") or []))
+            listed = page.get("items") or []
+            items.extend(listed if managed_fields else map(lean, listed))
             metadata = page.get("metadata") or {}
         return items, metadata.get("resourceVersion")
 
