@@ -468,22 +468,24 @@ def test_a_rotation_of_named_nodes_resumes_after_a_kill_and_reruns_as_done_once_
     named["rotate_nodes_nodes"] = sorted(scenario.old_nodes)
     first_uids = {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}
     evictions_before = eviction_requests(cluster)
-    first = run_collection_playbook("kubeops.rotation.rotate_nodes", named, str(tmp_path), background=True)
-    try:
-        wait_until(lambda: first.poll() is not None or len(scenario.remaining_old_nodes()) < 2, 240,
-                   "batch 1 to retire its node")
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
-    assert len(scenario.remaining_old_nodes()) == 1, "killed between the two batches' retirements"
-    report_file = str(tmp_path / "report.json")
-    again = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(named, rotate_nodes_report_file=report_file),
-                                    str(tmp_path))
-    assert again.returncode == 0, again.stdout[-6000:]
-    assert scenario.remaining_old_nodes() == []
-    assert not first_uids & {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}, "a pod did not move"
-    assert evictions_since(cluster, evictions_before) == 4, "each of the 4 pods evicted once"
-    assert scenario.ready("web") == 4
+    with DisruptionWatcher(cluster, scenario.namespace) as watcher:
+        first = run_collection_playbook("kubeops.rotation.rotate_nodes", named, str(tmp_path), background=True)
+        try:
+            wait_until(lambda: first.poll() is not None or len(scenario.remaining_old_nodes()) < 2, 240,
+                       "batch 1 to retire its node")
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+        assert len(scenario.remaining_old_nodes()) == 1, "killed between the two batches' retirements"
+        report_file = str(tmp_path / "report.json")
+        again = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(named, rotate_nodes_report_file=report_file),
+                                        str(tmp_path))
+        assert again.returncode == 0, again.stdout[-6000:]
+        assert scenario.remaining_old_nodes() == []
+        assert not first_uids & {pod.metadata.uid for pod in cluster.pods(scenario.namespace)}, "a pod did not move"
+        assert evictions_since(cluster, evictions_before) == 4, "each of the 4 pods evicted once"
+        assert scenario.ready("web") == 4
+    assert watcher.min_ready["web"] >= 3, "web went below its PDB (maxUnavailable 1 of 4)"
     done = run_collection_playbook("kubeops.rotation.rotate_nodes", dict(named, rotate_nodes_report_file=report_file),
                                    str(tmp_path))
     assert done.returncode == 0, done.stdout[-6000:]
