@@ -101,14 +101,18 @@ class NodeSampler(InBackground):
         self.baseline = baseline
         self.extra_node_seconds = 0.0
         self.claims = set()
+        # (seconds, nodes) at each change of the pool's node count: where the extra capacity was.
+        self.timeline = []
 
     def _run(self):
-        last = time.monotonic()
+        started = last = time.monotonic()
         while not self._stop.wait(0.5):
             now = time.monotonic()
             nodes = len(self.scenario.pool_nodes())
             self.claims |= {claim["metadata"]["name"] for claim in self.scenario.node_claims()}
             self.extra_node_seconds += max(0, nodes - self.baseline) * (now - last)
+            if not self.timeline or self.timeline[-1][1] != nodes:
+                self.timeline.append((round(now - started, 1), nodes))
             last = now
 
 
@@ -247,6 +251,7 @@ def run_contender(bench, contender, args):
         "on_drifted_nodes": on_drifted_nodes,
         "launched": len(sampler.claims - claims_before),
         "extra_node_seconds": round(sampler.extra_node_seconds),
+        "node_timeline": sampler.timeline,
         **{key: value for key, value in request_summary(before, after).items() if key != "by_request"},
     }
     scenario.remove()

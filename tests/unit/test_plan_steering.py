@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.steering import (
     closed_zones,
+    each_placed,
     is_steered,
     new_node_effect,
     steering_patch,
@@ -98,6 +99,48 @@ def test_other_zones_are_closed_when_the_zone_the_pods_leave_is_warmed_with_room
         {"spare-a": "NoSchedule"}, "the placeholder's room counts: it is preempted"
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], dict(needs, cpu=4.5)) == effects
     assert strict_when_warmed(effects, nodes, [placeholder] + leaving, ["old-b"], None) == effects
+
+
+APART = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}]}}
+
+
+def test_other_zones_stay_open_when_two_pods_that_repel_each_other_have_one_warm_node_in_their_zone():
+    """Two db pods that keep apart by hostname leave zone b, whose one warm node has room for both by requests: with
+    the other zones closed, the second would stay Pending and an autoscaler would launch a node for it."""
+    nodes = [node("old-b", zone="b"), node("old-b2", zone="b"), node("warm-b", zone="b", cpu="4"),
+             node("spare-a", zone="a")]
+    placeholder = pod("warm-0", "warm-b", labels={"kubeops.io/warm-set": "rotation-r1"}, cpu="100m")
+    apart = [pod("db-%d" % index, source, app="db", cpu="1", affinity=APART)
+             for index, source in enumerate(("old-b", "old-b2"), start=1)]
+    effects = {"spare-a": "PreferNoSchedule"}
+    needs = {"cpu": 2.0, "memory": 0.0, "pods": 2.0}
+    every = [placeholder] + apart
+    assert strict_when_warmed(effects, nodes, every, ["old-b", "old-b2"], needs) == {"spare-a": "NoSchedule"}, \
+        "without the pods, only their summed requests count"
+    assert strict_when_warmed(effects, nodes, every, ["old-b", "old-b2"], needs, moving_pods=apart) == effects
+    plain = [pod("web-1", "old-b", cpu="1"), pod("web-2", "old-b2", cpu="1")]
+    assert strict_when_warmed(effects, nodes, [placeholder] + plain, ["old-b", "old-b2"], needs,
+                              moving_pods=plain) == {"spare-a": "NoSchedule"}
+    # A second warm node in the zone takes the second db pod.
+    nodes.append(node("warm-b2", zone="b", cpu="4"))
+    assert strict_when_warmed(effects, nodes, every, ["old-b", "old-b2"], needs, moving_pods=apart) == \
+        {"spare-a": "NoSchedule"}
+
+
+def test_each_pod_is_placed_in_its_own_zone_on_one_node_with_room_and_under_the_residents_rules():
+    zones = {"old-a": "a", "old-b": "b"}
+    warm = [node("warm-a", zone="a", cpu="2"), node("warm-b", zone="b", cpu="2")]
+    leaving_a = [pod("web-%d" % index, "old-a", cpu="1") for index in range(2)]
+    assert each_placed(warm, [], leaving_a, zones)
+    assert not each_placed(warm, [], leaving_a + [pod("web-2", "old-a", cpu="1")], zones), \
+        "zone b's room is not zone a's"
+    assert each_placed(warm, [], leaving_a + [pod("web-2", "elsewhere", cpu="1")], zones), "a pod of no known zone"
+    assert not each_placed(warm, [], [pod("big", "old-a", cpu="3")], zones), "two half rooms do not hold one pod"
+    resident = pod("db-0", "warm-a", app="db", cpu="100m", affinity=APART)
+    assert not each_placed(warm, [resident], [pod("db-1", "old-a", app="db", cpu="1")], zones), \
+        "a resident's anti-affinity keeps the pod off, though the pod has no rule of its own"
+    assert each_placed(warm, [resident], [pod("web-9", "old-a", cpu="1")], zones)
 
 
 def test_other_zones_stay_open_when_the_warmed_zone_lacks_a_resource_the_pods_ask_for():

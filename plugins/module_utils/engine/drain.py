@@ -214,8 +214,9 @@ def drain(client, job, check_mode=False, every_pod=None, held_steering=None):
         result.update(pods=entries, summary=summarize_entries(entries), elapsed_seconds=0.0,
                       diff=_removed(entries, ("planned",)))
         return result
-    moving = MovingPods(request=smallest_request(pod_requests(p.pod) for p in plans if p.removes),
-                        needs=total_requests(p.pod for p in plans if p.removes))
+    removed = tuple(p.pod for p in plans if p.removes)
+    moving = MovingPods(request=smallest_request(pod_requests(pod) for pod in removed),
+                        needs=total_requests(removed), pods=removed)
     with steering_while_moving(client, job.avoid_nodes, node_names if job.keep_zones else (), moving,
                                listed=listed, held=held_steering) as steered:
         runs, states, on_nodes = _evict_with_late_arrivals(client, selection, options, settings, plans, node_names)

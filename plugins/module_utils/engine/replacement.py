@@ -169,8 +169,8 @@ def _moving(pods, asked, progresses):
     nodes = sorted({node_of(pod) for pod in pods if pod_key(pod) in asked and node_of(pod)})
     request = smallest_request(pod_requests((obj.get("spec") or {}).get("template") or {})
                                for _progress, obj in progresses if obj)
-    needs = total_requests(pod for pod in pods if pod_key(pod) in asked)
-    return MovingPods(request, leaving, needs), nodes
+    moving = tuple(pod for pod in pods if pod_key(pod) in asked)
+    return MovingPods(request, leaving, total_requests(moving), moving), nodes
 
 
 def _would_finish(progresses, left_over):

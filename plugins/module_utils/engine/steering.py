@@ -132,11 +132,13 @@ class SteeringAcrossSteps:
 class MovingPods:
     """What the steering needs to know of the pods that will move: ``request``, the smallest of their requests
     (plan.capacity.smallest_request); ``leaving``, the keys of the pods whose room frees as they go (a restarted
-    workload's old pods, wherever they run); ``needs``, their summed requests (plan.capacity.total_requests)."""
+    workload's old pods, wherever they run); ``needs``, their summed requests (plan.capacity.total_requests);
+    ``pods``, the pods themselves, whose rules (anti-affinity by hostname) the warmed zones must meet too."""
 
     request: dict | None = None
     leaving: tuple = ()
     needs: dict | None = None
+    pods: tuple = ()
 
 
 @contextlib.contextmanager
@@ -171,7 +173,7 @@ def steering_while_moving(client, avoid_nodes=(), keep_zones_of=(), moving=Movin
         pods = listed[1] if listed else every_pod.objects() if every_pod else pods_in(client)
         effects = strict_when_warmed(with_room(effects, nodes, pods, moving.request, moving.leaving), nodes, pods,
                                      keep_zones_of, moving.needs, moving.leaving,
-                                     held.warm_hosts if held is not None else ())
+                                     held.warm_hosts if held is not None else (), moving.pods)
     left = {node_name(node): None for node in nodes if is_steered(node) and node_name(node) not in effects}
     steered = sorted(effects)
     closed = closed_zones(nodes, effects, avoid_nodes)

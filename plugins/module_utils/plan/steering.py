@@ -7,7 +7,9 @@ that evicts (a drain keeping its zones, a restart, a rebalance pass), so it live
 
 from __future__ import annotations
 
-from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import STEERING_TAINT_KEY
+import heapq
+
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.keys import HOSTNAME_LABEL, STEERING_TAINT_KEY
 from ansible_collections.kubeops.rotation.plugins.module_utils.model.nodes import (
     is_cordoned,
     is_ready,
@@ -22,7 +24,18 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.model.pods import
     node_of,
     pod_key,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import free_room, holds, nodes_with_room
+from ansible_collections.kubeops.rotation.plugins.module_utils.model.quantities import pod_requests
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.capacity import (
+    free_by_node,
+    free_room,
+    holds,
+    nodes_with_room,
+)
+from ansible_collections.kubeops.rotation.plugins.module_utils.plan.placement import (
+    inter_pod_refusal,
+    required_pod_terms,
+    term_selects,
+)
 
 
 def is_steered(node):
@@ -96,14 +109,16 @@ def with_room(effects, nodes, pods, request, leaving=()):
     return {name: effect for name, effect in effects.items() if name in roomy}
 
 
-def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=(), warm_hosts=()):
+def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=(), warm_hosts=(), moving_pods=()):
     """``effects`` with PreferNoSchedule turned into NoSchedule when the zones of ``keep_zones_of`` are warmed
     for the pods that move: each has a Ready, uncordoned node of its own (not one of ``keep_zones_of``) that runs
     a warm placeholder (among ``pods``, or one of ``warm_hosts``, the nodes a warm step saw them on), and their
     such nodes have room for ``needs`` (the summed requests of the pods that move, those ``leaving`` counted as
-    gone, the placeholders' as free: they are preempted). A preference loses to the
-    scheduler's other scores, and on a large cluster to its sampling of the nodes it scores; a zone warmed for its
-    pods needs no other. ``effects`` as they are otherwise. Pure."""
+    gone, the placeholders' as free: they are preempted) and, with ``moving_pods`` (the pods that move), a node
+    for each of them in its own zone (each_placed). A preference loses to the scheduler's other scores, and on a
+    large cluster to its sampling of the nodes it scores; a zone warmed for its pods needs no other. A pod that
+    its own zone cannot take (two that repel each other by hostname, one warm node) would stay Pending with the
+    other zones closed, and an autoscaler would launch a node for it. ``effects`` as they are otherwise. Pure."""
     keep = set(keep_zones_of)
     zones = {zone_of(node) for node in nodes if node_name(node) in keep} - {None}
     if not needs or not zones or "PreferNoSchedule" not in effects.values():
@@ -122,4 +137,71 @@ def strict_when_warmed(effects, nodes, pods, keep_zones_of, needs, leaving=(), w
     # A placeholder gives its room up to any real pod (it is preempted): it is not counted in ``staying``.
     if not holds(free_room(own, staying), needs):
         return effects
+    if moving_pods and not each_placed(own, staying, moving_pods, {node_name(node): zone_of(node) for node in nodes}):
+        return effects
     return {name: "NoSchedule" if effect == "PreferNoSchedule" else effect for name, effect in effects.items()}
+
+
+def each_placed(nodes, staying, moving_pods, zone_by_node):
+    """Whether each of ``moving_pods`` finds a node among ``nodes`` in the zone of the node it leaves (any of them
+    when that zone is unknown), the largest first, each on the node with the most free cpu that has room for its
+    requests and where the required pod affinity and anti-affinity of it and of the pods there allow it
+    (plan.placement.inter_pod_refusal), the pods placed before it counted there. ``staying`` run where they are.
+    Pure."""
+    by_name = {node_name(node): node for node in nodes}
+    pods_by_node = {name: [] for name in by_name}
+    for pod in staying:
+        if node_of(pod) in pods_by_node:
+            pods_by_node[node_of(pod)].append(pod)
+    free = free_by_node(nodes, staying)
+    repelling = [term for pods in pods_by_node.values() for pod in pods
+                 for term in required_pod_terms(pod, "podAntiAffinity")]
+    by_zone = {}
+    for name, node in by_name.items():
+        by_zone.setdefault(zone_of(node), []).append((-free[name].get("cpu", 0.0), name))
+    by_zone[None] = [entry for entries in list(by_zone.values()) for entry in entries]
+    for entries in by_zone.values():
+        heapq.heapify(entries)
+    for pod in sorted(moving_pods, key=lambda each: -pod_requests(each).get("cpu", 0.0)):
+        terms = required_pod_terms(pod, "podAffinity") + required_pod_terms(pod, "podAntiAffinity") + [
+            term for term in repelling if term_selects(term, pod)]
+        chosen = _most_free_taking(pod, by_zone.get(zone_by_node.get(node_of(pod)), []), free,
+                                   _rules_allow(pod, terms, by_name, pods_by_node))
+        if chosen is None:
+            return False
+        pods_by_node[chosen].append(pod)
+        repelling.extend(required_pod_terms(pod, "podAntiAffinity"))
+    return True
+
+
+def _rules_allow(pod, terms, by_name, pods_by_node):
+    """Node name -> whether the required pod rules let ``pod`` on it, ``terms`` being those that concern it (its
+    own, and the residents' that select it): none, any node; only anti-affinity by hostname, the node's own pods
+    alone decide, which keeps a large cluster's check short (an affinity asks where the pods it wants run)."""
+    if not terms:
+        return lambda _name: True
+    if not required_pod_terms(pod, "podAffinity") and all(term.topology_key == HOSTNAME_LABEL for term in terms):
+        return lambda name: not inter_pod_refusal(pod, by_name[name], {name: by_name[name]},
+                                                  {name: pods_by_node[name]})
+    return lambda name: not inter_pod_refusal(pod, by_name[name], by_name, pods_by_node)
+
+
+def _most_free_taking(pod, entries, free, allowed):
+    """The node of the heap ``entries`` ((-free cpu, name)) with the most free cpu that has room for the pod and
+    that ``allowed`` (name -> bool) lets it on, its room taken by the pod and its place in the heap updated; or
+    None. The nodes passed over go back as they were."""
+    request = pod_requests(pod)
+    passed, chosen = [], None
+    while entries and chosen is None:
+        entry = heapq.heappop(entries)
+        if holds(free[entry[1]], request) and allowed(entry[1]):
+            chosen = entry[1]
+        else:
+            passed.append(entry)
+    if chosen is not None:
+        for resource, value in request.items():
+            free[chosen][resource] = free[chosen].get(resource, 0.0) - value
+        passed.append((-free[chosen].get("cpu", 0.0), chosen))
+    for entry in passed:
+        heapq.heappush(entries, entry)
+    return chosen
