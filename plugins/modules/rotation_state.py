@@ -31,7 +31,9 @@ description:
     in this cluster whose C(status.nodeRef) names it) by deleting its
     Machine. Karpenter or the Cluster API provider then drains what is left,
     terminates the instance and removes the Node, and the module waits until
-    the Node is gone (O(timeout)).
+    the Node is gone (O(timeout)), unless O(wait=false).
+  - A node whose NodeClaim or Machine is being deleted already is not deleted
+    again; with O(delete=true) the module waits for it like the others.
   - A node with neither (an Auto Scaling group's, a managed node group's, a
     bare machine's) is not deleted, because deleting the Node object alone
     leaves the instance running; it is recorded as V(drained) instead of
@@ -103,6 +105,16 @@ options:
     type: int
     default: 600
     version_added: 0.3.0
+  wait:
+    description:
+      - With O(delete=true), wait until the Nodes of the deleted NodeClaims or Machines are gone.
+      - V(false) returns once they are deleted, naming the nodes in RV(removing); their owners remove them
+        meanwhile, and a later call with the same nodes, O(delete=true) and O(wait=true) waits for them without
+        deleting anything again. The M(kubeops.rotation.rotation_state) calls of the C(rotate_nodes) role go on to
+        the next batch that way, and wait for every node at the end.
+    type: bool
+    default: true
+    version_added: 0.3.0
 attributes:
   check_mode:
     support: full
@@ -149,7 +161,8 @@ nodes:
         V(recorded <phase>), V(unchanged) (already at the phase or further on), V(deleted NodeClaim <name>) or
         V(deleted Machine <namespace/name>) (and its controller removed the Node), V(deleted) (the Node object,
         with O(delete_node_without_owner=true)), V(left) (O(delete=true), but nothing owns the node; recorded as
-        V(drained)), or V(gone) (no such node).
+        V(drained)), V(removing: NodeClaim <name> is being deleted) (or its Machine; deleted before, not again),
+        or V(gone) (no such node).
       type: str
       sample: recorded drained
     node_claim:
@@ -170,6 +183,15 @@ nodes:
       returned: with O(delete=true)
       sample: delete its NodeClaim general-x7k2p; Karpenter removes the instance and the Node
       version_added: 0.3.0
+removing:
+  description: >-
+    With O(delete=true) and O(wait=false), the nodes whose NodeClaims or Machines are deleted (now or before) and
+    whose removal was not waited for; empty otherwise.
+  returned: always
+  type: list
+  elements: str
+  sample: [node-1]
+  version_added: 0.3.0
 diff:
   description: Each changed node's rotation id and phase before and after, and what was deleted.
   returned: when diff mode is on
@@ -200,7 +222,9 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases impor
 
 def record(client, request, check_mode):
     results, diff = record_phase(client, request, check_mode)
-    return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff,
+    removing = [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")] \
+        if request.delete and not request.wait and not check_mode else []
+    return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff, removing=removing,
                 warnings=["%s: %s" % (entry["name"], entry["retire"]) for entry in results if entry["action"] == "left"])
 
 
@@ -213,6 +237,7 @@ def main():
         delete=dict(type="bool", default=False),
         delete_node_without_owner=dict(type="bool", default=False),
         timeout=dict(type="int", default=600),
+        wait=dict(type="bool", default=True),
     ), lease=True)
     run_module(module, record, PhaseRequest.from_params)
 

@@ -175,7 +175,7 @@ def test_a_zone_the_nodepool_does_not_serve_is_known_to_the_plan_and_a_warm_node
         "name": "warm", "namespace": karpenter_namespace, "priority_class": karpenter_namespace, "state": "absent"}}])
 
 
-def test_retiring_a_karpenter_node_deletes_its_nodeclaim_and_waits_for_the_node_to_go(
+def test_retiring_a_karpenter_node_deletes_its_nodeclaim_once_and_waits_for_the_node_to_go(
         karpenter_cluster, karpenter_kit, karpenter_namespace, tmp_path):
     pool = karpenter_kit.node_pool("retire")
     karpenter_cluster.apps.create_namespaced_deployment(karpenter_namespace,
@@ -189,11 +189,18 @@ def test_retiring_a_karpenter_node_deletes_its_nodeclaim_and_waits_for_the_node_
     assert checked.steps[0]["nodes"][0]["action"] == "deleted NodeClaim %s" % claim
     assert claim in [c["metadata"]["name"] for c in karpenter_kit.claims(pool)], "check mode deleted nothing"
 
-    result = play(karpenter_cluster, tmp_path, [{"kubeops.rotation.rotation_state": retire}])
+    # As the role retires a batch: the NodeClaim deleted, its removal not waited for; then waited for at the end.
+    result = play(karpenter_cluster, tmp_path, [{"kubeops.rotation.rotation_state": dict(retire, wait=False)},
+                                                {"kubeops.rotation.rotation_state": retire}])
     assert result.rc == 0, result
     retired = "delete its NodeClaim %s; Karpenter removes the instance and the Node" % claim
     assert result.steps[0]["nodes"] == [{"name": node, "changed": True, "action": "deleted NodeClaim %s" % claim,
                                          "node_claim": claim, "retire": retired}]
+    assert result.steps[0]["removing"] == [node]
+    (waited,) = result.steps[1]["nodes"]
+    # Karpenter may have removed it before the second task read it.
+    assert waited["action"] in ("removing: NodeClaim %s is being deleted" % claim, "gone"), waited
+    assert not result.steps[1]["changed"] and result.steps[1]["removing"] == []
     assert node not in {n.metadata.name for n in karpenter_cluster.core.list_node().items}, \
         "the module returns once Karpenter removed the node"
     assert claim not in [c["metadata"]["name"] for c in karpenter_kit.claims(pool)]

@@ -38,6 +38,7 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.plan.retirement i
     MACHINE,
     NODE_CLAIM,
     NODE_OBJECT,
+    owner_going,
     retirement,
 )
 
@@ -51,7 +52,7 @@ DELETERS = {
 @dataclass(frozen=True)
 class PhaseRequest:
     """What rotation_state is asked: the ``phase`` of the rotation ``rotation_id`` to record on the nodes
-    ``names``; with ``delete``, to retire them too, waiting up to ``timeout`` seconds, and a node that nothing
+    ``names``; with ``delete``, to retire them too, waiting up to ``timeout`` seconds (with ``wait``), and a node that nothing
     owns only with ``delete_node_without_owner``; ``keep`` marks the nodes kept for the way back (or, false,
     takes that off). The nodes it retires are noted on the Lease ``lease`` (engine.lease.LeaseSettings) when the
     run holds one, so that a rerun that names them knows them gone."""
@@ -64,6 +65,7 @@ class PhaseRequest:
     delete_node_without_owner: bool = False
     keep: bool | None = None
     lease: object = None
+    wait: bool = True
 
     @classmethod
     def from_params(cls, params, prefix=""):
@@ -79,7 +81,7 @@ class PhaseRequest:
                                "were." % prefix)
         lease = LeaseSettings.from_params(params["lease"], prefix + "lease.") if params.get("lease") else None
         return cls(tuple(params["nodes"]), params["rotation_id"], params["phase"], params["delete"],
-                   params["timeout"], params["delete_node_without_owner"], params["keep"], lease)
+                   params["timeout"], params["delete_node_without_owner"], params["keep"], lease, params["wait"])
 
 
 def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=time.sleep):
@@ -88,7 +90,9 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
     results and the diff (each node's phase, before and after). A node that is gone is reported, not an error. A
     node with a NodeClaim or a Machine is retired by deleting it, then waiting up to ``request.timeout`` seconds
     until its Node is gone (TimedOut carries the results); a node with neither only with
-    ``request.delete_node_without_owner``, by deleting its Node object. A node left is recorded as drained, not
+    ``request.delete_node_without_owner``, by deleting its Node object. A node whose NodeClaim or Machine is being
+    deleted already is waited for, not deleted again. Without ``request.wait`` nothing is waited for: the nodes
+    with a ``node_claim`` or ``machine`` are their owners' to remove. A node left is recorded as drained, not
     retired. ``request.keep`` is applied by plan.phases.phase_patch; the phase ROLLED_BACK ends the rotation on
     the nodes (plan.phases.rolled_back_patch)."""
     rotation_id, phase, delete, keep = request.rotation_id, request.phase, request.delete, request.keep
@@ -115,12 +119,14 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
         after = dict(before, phase=recorded) if patch else dict(before)
         if how:
             entry["retire"] = how.text
+            owner = {NODE_CLAIM: "node_claim", MACHINE: "machine"}.get(how.by)
             if how.by == LEFT:
                 entry["action"] = "left"
+            elif owner and owner_going(node, claims, owned_by_machines):
+                entry.update({"action": "removing: %s %s is being deleted" % (how.by, how.name), owner: how.name})
             else:
                 entry.update(changed=True, action="deleted" if how.by == NODE_OBJECT else "deleted %s %s" % (
                     how.by, how.name))
-                owner = {NODE_CLAIM: "node_claim", MACHINE: "machine"}.get(how.by)
                 if owner:
                     entry[owner] = how.name
                 after["deleted"] = "%s %s" % (how.by, how.name)
@@ -133,11 +139,12 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
             diff["before"][entry["name"]], diff["after"][entry["name"]] = before, after
         results.append(entry)
     results.sort(key=lambda entry: entry["name"])
-    retired = [entry["name"] for entry in results if entry["action"] == "gone" or entry["action"].startswith("deleted")]
+    retired = [entry["name"] for entry in results
+               if entry["action"] == "gone" or entry["action"].startswith(("deleted", "removing"))]
     if delete and retired and request.lease and not check_mode:
         LeaseKeeper(client, request.lease).record_retired(request.rotation_id, retired)
     waiting = [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")]
-    if waiting and not check_mode:
+    if waiting and not check_mode and request.wait:
         wait_until_gone(client, waiting, request.timeout, results, clock, sleep)
     return results, diff
 

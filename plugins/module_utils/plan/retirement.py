@@ -51,6 +51,13 @@ def retirement(node, claims_by_node, machines_by_node, delete_node_without_owner
                                   "(retire: tasks) or delete only the Node object (retire: delete_node)" % why)
 
 
+def owner_going(node, claims_by_node, machines_by_node):
+    """Whether the NodeClaim or Machine that owns ``node`` is being deleted already: its controller is removing
+    the node, and deleting it again changes nothing."""
+    owner = claims_by_node.get(node_name(node)) or machines_by_node.get(node_name(node))
+    return bool(((owner or {}).get("metadata") or {}).get("deletionTimestamp"))
+
+
 def planned_retirement(node, mode, claims_by_node, machines_by_node):
     """What the rotation will do with ``node`` after draining it, under the role's ``mode`` (RETIRE_CHOICES)."""
     if mode == "leave":
