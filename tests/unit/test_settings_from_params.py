@@ -133,7 +133,7 @@ def test_rotation_settings_refuse_with_the_rotation_plan_rules_and_the_prefix():
 
 def test_a_phase_request_records_on_the_lease_it_is_given_and_refuses_a_rollback_that_retires():
     params = {"nodes": ["node-1"], "rotation_id": "r1", "phase": "retired", "delete": True, "timeout": 60,
-              "delete_node_without_owner": True, "keep": None,
+              "delete_node_without_owner": True, "keep": None, "wait": True,
               "lease": {"run_id": "r1", "holder": "r1", "name": "kubeops-rotation", "namespace": "ops",
                         "duration": 60}}
     request = PhaseRequest.from_params(params)

@@ -118,20 +118,7 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
         before = {"rotation_id": rotation_id, "phase": recorded_phase(node, rotation_id)}
         after = dict(before, phase=recorded) if patch else dict(before)
         if how:
-            entry["retire"] = how.text
-            owner = {NODE_CLAIM: "node_claim", MACHINE: "machine"}.get(how.by)
-            if how.by == LEFT:
-                entry["action"] = "left"
-            elif owner and owner_going(node, claims, owned_by_machines):
-                entry.update({"action": "removing: %s %s is being deleted" % (how.by, how.name), owner: how.name})
-            else:
-                entry.update(changed=True, action="deleted" if how.by == NODE_OBJECT else "deleted %s %s" % (
-                    how.by, how.name))
-                if owner:
-                    entry[owner] = how.name
-                after["deleted"] = "%s %s" % (how.by, how.name)
-                if not check_mode:
-                    DELETERS[how.by](client, how.name)
+            _retire(client, how, owner_going(node, claims, owned_by_machines), (entry, after), check_mode)
         return entry, before, after
 
     for entry, before, after in each_concurrently(record, nodes):
@@ -147,6 +134,26 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
     if waiting and not check_mode and request.wait:
         wait_until_gone(client, waiting, request.timeout, results, clock, sleep)
     return results, diff
+
+
+def _retire(client, how, going, outcome, check_mode):
+    """Retire a node as ``how`` (plan.retirement.Retirement) says, noting it in its result entry and its diff's
+    after (``outcome``); an owner ``going`` already (being deleted) is not deleted again."""
+    entry, after = outcome
+    entry["retire"] = how.text
+    owner = {NODE_CLAIM: "node_claim", MACHINE: "machine"}.get(how.by)
+    if how.by == LEFT:
+        entry["action"] = "left"
+        return
+    if owner:
+        entry[owner] = how.name
+    if owner and going:
+        entry["action"] = "removing: %s %s is being deleted" % (how.by, how.name)
+        return
+    entry.update(changed=True, action="deleted" if how.by == NODE_OBJECT else "deleted %s %s" % (how.by, how.name))
+    after["deleted"] = "%s %s" % (how.by, how.name)
+    if not check_mode:
+        DELETERS[how.by](client, how.name)
 
 
 def wait_until_gone(client, names, timeout, results, clock=time.monotonic, sleep=time.sleep):
