@@ -237,6 +237,8 @@ def run_contender(bench, contender, args):
                 time.sleep(1)
             wall = time.monotonic() - started
         after = bench.request_counts()
+    requests = request_summary(before, after)
+    by_request = requests.pop("by_request")
     result = {
         "contender": name, "outcome": "left %d node(s)" % len(left) if left else outcome,
         "drifted_nodes": len(nodes), "seconds": None if left else round(wall, 1),
@@ -252,7 +254,9 @@ def run_contender(bench, contender, args):
         "launched": len(sampler.claims - claims_before),
         "extra_node_seconds": round(sampler.extra_node_seconds),
         "node_timeline": sampler.timeline,
-        **{key: value for key, value in request_summary(before, after).items() if key != "by_request"},
+        **requests,
+        # The kinds of request that made most of them: where a contender's requests go.
+        "top_requests": dict(sorted(by_request.items(), key=lambda item: -item[1])[:12]),
     }
     scenario.remove()
     return result
