@@ -139,11 +139,14 @@ _value:
       description: >-
         Of O(evict_seconds), the seconds waited by what for (RV(kubeops.rotation.evict#module:waited_seconds)): a
         PDB to allow another disruption (C(pdb_pace)), pods to be Ready (C(pods_starting)), evicted pods to go
-        (C(pods_going)), a backoff after a 429 (C(backing_off)); empty when nothing was evicted.
+        (C(pods_going)), a backoff after a 429 (C(backing_off)), the API server's answers to the evictions
+        (C(api_answers)); empty when nothing was evicted.
       type: dict
-      sample: {"pdb_pace": 1.2, "pods_starting": 2.0, "pods_going": 0.4, "backing_off": 0.0}
+      sample: {"pdb_pace": 1.2, "pods_starting": 2.0, "pods_going": 0.4, "backing_off": 0.0, "api_answers": 0.6}
     retire_seconds:
-      description: Seconds the nodes' retirement took (their NodeClaims or Machines deleted and gone, your tasks).
+      description: >-
+        Seconds the nodes' retirement took (their NodeClaims or Machines deleted, your tasks); their owners remove
+        them while the next batch goes on.
       type: float
       sample: 12.5
     own_seconds:

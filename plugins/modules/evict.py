@@ -472,7 +472,7 @@ waited_seconds:
   returned: when not in check mode and pods were evicted
   type: dict
   version_added: 0.3.0
-  sample: {"pdb_pace": 12.4, "pods_starting": 20.1, "pods_going": 3.2, "backing_off": 0.0}
+  sample: {"pdb_pace": 12.4, "pods_starting": 20.1, "pods_going": 3.2, "backing_off": 0.0, "api_answers": 4.1}
   contains:
     pdb_pace:
       description: A PDB to allow another disruption.
@@ -490,6 +490,10 @@ waited_seconds:
       description: A backoff after the API server's own 429 (too many requests).
       type: float
       sample: 0.0
+    api_answers:
+      description: The API server answering the evictions (and deletions) themselves, a few sent at once.
+      type: float
+      sample: 4.1
 diff:
   description: >-
     Each pod evicted or deleted (in check mode, planned to be), with its node before and null after; with

@@ -296,6 +296,16 @@ def test_without_wait_evicted_pods_are_not_waited_for(fake):
     assert fake.copy_of("pods", ("ns", "web-1"))["metadata"].get("deletionTimestamp")
 
 
+def test_the_seconds_the_api_server_takes_to_answer_the_evictions_are_counted_apart(fake):
+    web = pod("web-1")
+    fake.add("pods", web)
+    fake.script("evict_pod", lambda: fake.clock.advance_to(fake.clock() + 3))
+    run, states, _hooks = evict(fake, web, wait=False)
+    assert states["web-1"].outcome is Outcome.EVICTED
+    assert run.waits.waited == {"pdb_pace": 0.0, "pods_starting": 0.0, "pods_going": 0.0, "backing_off": 0.0,
+                                "api_answers": 3.0}
+
+
 def test_the_run_waits_for_the_replacements_to_be_ready(fake):
     web = pod("web-1", owner="web-rs")
     workloads = [dict(replica_set(), kind="ReplicaSet"), dict(deployment(replicas=1), kind="Deployment")]

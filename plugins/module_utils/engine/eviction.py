@@ -30,7 +30,11 @@ from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads imp
     pod_now,
     pods_in,
 )
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction_waits import EvictionWaits, Owners
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.eviction_waits import (
+    API_ANSWERS,
+    EvictionWaits,
+    Owners,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.engine.progress import tell_progress
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.eviction import (
     Attempt,
@@ -122,14 +126,14 @@ class EvictionRun:
         """Ask at once for the queued pods that are due and have room (plan.eviction.choose), then take the answers
         in this thread as they come; the replica counts are read once in a pass."""
         self.owners.new_pass()
-        limits = self.settings.limits
-        chosen = choose(queue, list(in_flight.values()), now, limits, self.evictions, self._owner)
-        for state, answer in self._ask(chosen):
-            if self._answered(state, *answer) is not Attempt.RETRY:
-                queue.remove(state)
-            if state.outcome is Outcome.IN_FLIGHT:
-                in_flight[state.uid] = state
-        set_aside_past_budget(queue, limits, self.evictions)
+        chosen = choose(queue, list(in_flight.values()), now, self.settings.limits, self.evictions, self._owner)
+        with self.waits.timed(API_ANSWERS):
+            for state, answer in self._ask(chosen):
+                if self._answered(state, *answer) is not Attempt.RETRY:
+                    queue.remove(state)
+                if state.outcome is Outcome.IN_FLIGHT:
+                    in_flight[state.uid] = state
+        set_aside_past_budget(queue, self.settings.limits, self.evictions)
 
     def _owner(self, state):
         workload = self.owners.workload_of(state.pod)

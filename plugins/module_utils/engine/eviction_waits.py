@@ -9,6 +9,8 @@ replica counts of the workloads whose pods are evicted (max_unavailable_per_owne
 
 from __future__ import annotations
 
+import contextlib
+
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.watch import RELISTED
 from ansible_collections.kubeops.rotation.plugins.module_utils.api.workloads import (
     deployment_of,
@@ -43,9 +45,11 @@ def pod_scope(states, by_node=True):
 
 
 # What an eviction run waits for: a PDB to allow another disruption; pods to start (the replacements that give
-# a workload replicas to spare, and those waited for at the end); evicted pods to go; a backoff after a 429.
+# a workload replicas to spare, and those waited for at the end); evicted pods to go; a backoff after a 429; the
+# API server's answers to the evictions themselves.
 PDB_PACE, PODS_STARTING, PODS_GOING, BACKING_OFF = "pdb_pace", "pods_starting", "pods_going", "backing_off"
-WAITED_FOR = (PDB_PACE, PODS_STARTING, PODS_GOING, BACKING_OFF)
+API_ANSWERS = "api_answers"
+WAITED_FOR = (PDB_PACE, PODS_STARTING, PODS_GOING, BACKING_OFF, API_ANSWERS)
 
 
 class EvictionWaits:
@@ -92,9 +96,15 @@ class EvictionWaits:
         wait, states, for_room = what_to_wait_for(queue, in_flight, self.clock(), self.settings.wait)
         kind = PDB_PACE if wait is Wait.PDBS else BACKING_OFF if wait is Wait.SLEEP else \
             PODS_STARTING if for_room else PODS_GOING
+        with self.timed(kind):
+            self._wait(wait, states, for_room, in_flight, timeout)
+
+    @contextlib.contextmanager
+    def timed(self, kind):
+        """The block's seconds counted as waited for ``kind`` (WAITED_FOR), however it ends."""
         started = self.clock()
         try:
-            self._wait(wait, states, for_room, in_flight, timeout)
+            yield
         finally:
             self.waited[kind] += self.clock() - started
 
@@ -138,11 +148,8 @@ class EvictionWaits:
         """Watch the pods of each workload of the ``evicted`` states until it has them back: as many Ready as it had
         before the evictions (``ready_before``, by Workload), or as it wants if it wants fewer now. At ``deadline``,
         what is missing, with the scheduler's reason for each pod still Pending."""
-        started = self.clock()
-        try:
+        with self.timed(PODS_STARTING):
             return self._replacements(owners, evicted, ready_before, deadline)
-        finally:
-            self.waited[PODS_STARTING] += self.clock() - started
 
     def _replacements(self, owners, evicted, ready_before, deadline):
         for workload in sorted({owners.workload_of(state.pod) for state in evicted} - {None}):
