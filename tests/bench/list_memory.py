@@ -78,10 +78,9 @@ def main(argv=None):
         pods, whole, lean, 100.0 * (whole - lean) / whole if whole else 0.0))
     pages = raw_pages(client)
     running, paused = decode_seconds(pages, json.loads), decode_seconds(pages, decode_large)
-    megabytes = sum(len(page) for page in pages) / 1e6
+    megabytes, faster = sum(len(page) for page in pages) / 1e6, running / paused if paused else 0.0
     print("decoding the list (%.1f MB, %d pages), median CPU seconds of 5: %.2f s with the garbage collector "
-          "running, %.2f s paused (%.1f times faster)" % (megabytes, len(pages), running, paused,
-                                                         running / paused if paused else 0.0))
+          "running, %.2f s paused (%.1f times faster)" % (megabytes, len(pages), running, paused, faster))
 
 
 if __name__ == "__main__":
