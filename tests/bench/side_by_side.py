@@ -31,6 +31,7 @@ AGENT_FAMILIES = (
     (KUBECTL_AGENT, "kubectl/"),
     (PYTHON_AGENT, "OpenAPI-Generator/"),
     (DESCHEDULER_AGENT, "descheduler"),
+    ("karpenter", "karpenter"),
     ("benchmark", TESTS_AGENT),  # its /metrics reads, watchers and waits
     ("test provisioner", "kubeops-test-provisioner"),
     ("kube-controller-manager", "kube-controller-manager/"),
