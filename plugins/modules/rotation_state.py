@@ -216,14 +216,17 @@ api_retries:
 """
 
 from ansible_collections.kubeops.rotation.plugins.module_utils.ansible_module import kubernetes_module, run_module
-from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import PhaseRequest, record_phase
+from ansible_collections.kubeops.rotation.plugins.module_utils.engine.phases import (
+    PhaseRequest,
+    left_to_owners,
+    record_phase,
+)
 from ansible_collections.kubeops.rotation.plugins.module_utils.plan.phases import PHASES, ROLLED_BACK
 
 
 def record(client, request, check_mode):
     results, diff = record_phase(client, request, check_mode)
-    removing = [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")] \
-        if request.delete and not request.wait and not check_mode else []
+    removing = left_to_owners(results) if request.delete and not request.wait and not check_mode else []
     return dict(changed=any(entry["changed"] for entry in results), nodes=results, diff=diff, removing=removing,
                 warnings=["%s: %s" % (entry["name"], entry["retire"]) for entry in results if entry["action"] == "left"])
 

@@ -52,10 +52,10 @@ DELETERS = {
 @dataclass(frozen=True)
 class PhaseRequest:
     """What rotation_state is asked: the ``phase`` of the rotation ``rotation_id`` to record on the nodes
-    ``names``; with ``delete``, to retire them too, waiting up to ``timeout`` seconds (with ``wait``), and a node that nothing
-    owns only with ``delete_node_without_owner``; ``keep`` marks the nodes kept for the way back (or, false,
-    takes that off). The nodes it retires are noted on the Lease ``lease`` (engine.lease.LeaseSettings) when the
-    run holds one, so that a rerun that names them knows them gone."""
+    ``names``; with ``delete``, to retire them too, waiting up to ``timeout`` seconds (with ``wait``), and a node
+    that nothing owns only with ``delete_node_without_owner``; ``keep`` marks the nodes kept for the way back (or,
+    false, takes that off). The nodes it retires are noted on the Lease ``lease`` (engine.lease.LeaseSettings)
+    when the run holds one, so that a rerun that names them knows them gone."""
 
     names: tuple
     rotation_id: str
@@ -130,10 +130,16 @@ def record_phase(client, request, check_mode=False, clock=time.monotonic, sleep=
                if entry["action"] == "gone" or entry["action"].startswith(("deleted", "removing"))]
     if delete and retired and request.lease and not check_mode:
         LeaseKeeper(client, request.lease).record_retired(request.rotation_id, retired)
-    waiting = [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")]
+    waiting = left_to_owners(results)
     if waiting and not check_mode and request.wait:
         wait_until_gone(client, waiting, request.timeout, results, clock, sleep)
     return results, diff
+
+
+def left_to_owners(results):
+    """The names of record_phase's ``results`` whose NodeClaim or Machine is deleted (now or before): their owners
+    remove the nodes."""
+    return [entry["name"] for entry in results if entry.get("node_claim") or entry.get("machine")]
 
 
 def _retire(client, how, going, outcome, check_mode):
